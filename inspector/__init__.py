@@ -1,0 +1,1 @@
+"""Stream Inspector: Django project package and the app that holds its commands."""

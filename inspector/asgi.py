@@ -1,0 +1,19 @@
+"""ASGI entry point: HTTP via Django, websockets via Channels."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inspector.settings")
+django_asgi_app = get_asgi_application()  # before importing consumers/routing
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from inspector.live.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": URLRouter(websocket_urlpatterns),
+    }
+)

@@ -1,0 +1,1 @@
+"""Live capture: websocket consumers and routing."""

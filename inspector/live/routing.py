@@ -1,0 +1,3 @@
+"""Websocket URL routes, mounted by inspector.asgi."""
+
+websocket_urlpatterns: list = []

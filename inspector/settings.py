@@ -1,0 +1,120 @@
+"""Django settings for Stream Inspector.
+
+Defaults give a zero-config local setup (SQLite + in-memory channel layer). Set DATABASE_URL
+(e.g. postgres://postgres@127.0.0.1:5432/postgres) and REDIS_URL (e.g. redis://127.0.0.1:6379/0)
+to run on PostgreSQL + Redis.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+SECRET_KEY = os.environ.get(
+    "INSPECTOR_SECRET_KEY", "dev-only-insecure-key-change-me-stream-inspector"
+)
+DEBUG = _env_bool("INSPECTOR_DEBUG", True)
+
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"] + [
+    h.strip() for h in os.environ.get("INSPECTOR_ALLOWED_HOSTS", "").split(",") if h.strip()
+]
+
+INSTALLED_APPS = [
+    "daphne",  # must be first: its runserver replaces Django's with an ASGI one
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "inspector",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "inspector.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "inspector.wsgi.application"
+ASGI_APPLICATION = "inspector.asgi.application"
+
+# Database: DATABASE_URL if set, else a local SQLite file.
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=int(os.environ.get("INSPECTOR_CONN_MAX_AGE", "0")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file test DB (not :memory:) so a live server process (ChannelsLiveServerTestCase,
+    # daphne subprocess) can see rows written by tests. See toolchain.md pitfall 5.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = BASE_DIR / "test_db.sqlite3"
+
+# Channel layer: Redis for cross-process pushes (commands, workers), else in-process memory.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Largest stream capture accepted by upload (bytes). Default 20 MB.
+INSPECTOR_MAX_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_MAX_UPLOAD_BYTES", 20 * 1024 * 1024))
+# Keep Django's request-body limit in line with it (small headroom for multipart/form fields).
+DATA_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES

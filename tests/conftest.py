@@ -1,0 +1,150 @@
+"""Shared pytest fixtures: system Chromium for pytest-playwright and a real daphne server.
+
+Pitfall references (pN) are to /work/shared/notes/toolchain.md §7.
+
+Live server choice: pytest-django's ``live_server`` is Django's WSGI thread and serves no
+websockets (p5). Use ``daphne_url`` below (a ``python -m daphne`` subprocess pointed at the
+*test* database), or subclass ``channels.testing.ChannelsLiveServerTestCase`` (it forks a
+DaphneProcess on the test DB; the file-based SQLite test DB in settings and the at-fork
+executor reset below make that work, p5/p6). To get pytest-playwright's ``page`` into such a
+class::
+
+    class MyLiveTests(ChannelsLiveServerTestCase):
+        host = "127.0.0.1"
+
+        @pytest.fixture(autouse=True)
+        def _inject_page(self, page):
+            self.page = page
+
+Rows written by a test are only visible to the server process when the test commits them:
+use ``transactional_db`` / ``django_db(transaction=True)`` together with ``daphne_url``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+# --- pytest-playwright with Debian's chromium (never `playwright install`, p8) -------------
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run browser tests last: pytest-playwright's session loop breaks later async tests (p3)."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture(scope="session")
+def playwright(playwright):
+    """Allow sync ORM calls under Playwright's running loop, only once browser tests start (p4)."""
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield playwright
+
+
+# --- forked live servers (ChannelsLiveServerTestCase) after async tests (p6) --------------
+
+
+def _reset_asgiref_executor_after_fork() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from asgiref.sync import SyncToAsync
+
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+
+
+os.register_at_fork(after_in_child=_reset_asgiref_executor_after_fork)
+
+
+# --- real daphne server on the test database ---------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _database_url(settings_dict: dict) -> str:
+    """DATABASE_URL for the test database pytest-django has just created."""
+    engine = settings_dict["ENGINE"]
+    name = str(settings_dict["NAME"])
+    if engine == "django.db.backends.sqlite3":
+        return f"sqlite:///{name}"
+    if engine == "django.db.backends.postgresql":
+        user = urllib.parse.quote(settings_dict.get("USER") or "", safe="")
+        password = urllib.parse.quote(settings_dict.get("PASSWORD") or "", safe="")
+        auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+        host = settings_dict.get("HOST") or "127.0.0.1"
+        port = settings_dict.get("PORT") or 5432
+        return f"postgres://{auth}{host}:{port}/{urllib.parse.quote(name, safe='')}"
+    raise RuntimeError(f"daphne_url: unsupported database engine {engine}")
+
+
+@pytest.fixture(scope="session")
+def daphne_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Start `python -m daphne` on a free port against the test DB; yield its base URL."""
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        db_url = _database_url(connections["default"].settings_dict)
+
+    port = _free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings", "DATABASE_URL": db_url}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the server keeps Django's async-safety checks
+    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    cmd.append("inspector.asgi:application")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"daphne exited ({proc.returncode}):\n{log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=1) as resp:
+                    if resp.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"daphne not healthy after 20 s:\n{log_path.read_text()}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
