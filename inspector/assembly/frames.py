@@ -1,0 +1,90 @@
+"""Frames: the unit every reader produces and the assembler consumes.
+
+A frame is one SSE block (or one JSON Lines line) that carries data or a
+comment.  Its kind is decided once, here, by parsing its data exactly once
+with orjson; the assembler never parses a payload again.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+
+class FrameKind(StrEnum):
+    CHUNK = "chunk"
+    DONE = "done"
+    ERROR = "error"
+    COMMENT = "comment"
+    INVALID = "invalid"
+
+
+class Frame:
+    """One numbered frame.
+
+    `raw` is the block as it was read (its lines joined by LF), `data` the
+    joined `data:` lines, `payload` the parsed JSON object for chunk and error
+    frames.  `unterminated` marks a last block that the input cut off before
+    its blank line; `parse_failed` tells a cut from a well-formed non-object.
+    """
+
+    __slots__ = ("number", "kind", "raw", "data", "payload", "unterminated", "parse_failed")
+
+    def __init__(
+        self,
+        number: int,
+        kind: FrameKind,
+        raw: str,
+        data: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        unterminated: bool = False,
+        parse_failed: bool = False,
+    ) -> None:
+        self.number = number
+        self.kind = kind
+        self.raw = raw
+        self.data = data
+        self.payload = payload
+        self.unterminated = unterminated
+        self.parse_failed = parse_failed
+
+    def __repr__(self) -> str:
+        return f"Frame({self.number}, {self.kind.value}, {self.raw[:40]!r})"
+
+
+def _is_error_payload(payload: dict[str, Any]) -> bool:
+    error = payload.get("error", None)
+    if error is not None and error is not False and error != "" and error != {} and error != []:
+        return True
+    return payload.get("object") == "error"
+
+
+def classify(
+    number: int,
+    raw: str,
+    data: str,
+    *,
+    done_literals: tuple[str, ...] = ("[DONE]",),
+    unterminated: bool = False,
+) -> Frame:
+    """Build the frame for a block (or line) whose data is `data`.
+
+    An empty `data` means the block held only comments.
+    """
+    if not data:
+        return Frame(number, FrameKind.COMMENT, raw, data, unterminated=unterminated)
+    if data.strip() in done_literals:
+        return Frame(number, FrameKind.DONE, raw, data, unterminated=unterminated)
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return Frame(
+            number, FrameKind.INVALID, raw, data, unterminated=unterminated, parse_failed=True
+        )
+    if type(payload) is not dict:
+        return Frame(number, FrameKind.INVALID, raw, data, unterminated=unterminated)
+    kind = FrameKind.ERROR if _is_error_payload(payload) else FrameKind.CHUNK
+    return Frame(number, kind, raw, data, payload, unterminated=unterminated)

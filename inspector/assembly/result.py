@@ -1,0 +1,283 @@
+"""What the assembler says: calls, choices, anomalies, refusals, events, and
+the result document of the spec's section 7.
+
+Events reference Call objects, not numbers: a call's position in the final
+`calls` list is only known at the end (calls that start later come before
+calls that never start), so numbers are given out when the result is built.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from .scanner import ArgumentScanner
+
+# code -> retryable by default (spec section 6)
+RETRYABLE = {
+    "MALFORMED_TOOL_CALL": True,
+    "EMPTY_RESPONSE": True,
+    "INCOMPLETE_STREAM": True,
+    "UPSTREAM_ERROR": True,
+    "AMBIGUOUS_CONTINUATION": False,
+    "IDENTITY_CONFLICT": False,
+    "INVALID_ARGUMENTS": False,
+    "INVALID_FRAME": False,
+}
+REFUSAL_CODES = tuple(RETRYABLE)
+ANOMALY_KINDS = (
+    "unterminated_frame",
+    "malformed_entry",
+    "arguments_not_string",
+    "index_reused",
+    "index_changed",
+    "guessed_continuation",
+    "missing_done",
+    "data_after_done",
+    "finish_mismatch",
+)
+DROP_REASONS = ("empty_delta", "orphan_continuation")
+
+
+class Call:
+    """One tool call as it is being assembled."""
+
+    __slots__ = (
+        "choice",
+        "id",
+        "name",
+        "index",
+        "scanner",
+        "pieces",
+        "fragment_frames",
+        "fragment_starts",
+        "frames",
+        "started_frame",
+        "settled_frame",
+        "arguments",
+        "invalid_at",
+        "position",
+        "seen_order",
+        "start_order",
+    )
+
+    def __init__(self, choice: int, seen_order: int) -> None:
+        self.choice = choice
+        self.id: str | None = None
+        self.name: str | None = None
+        self.index: int | None = None
+        self.scanner = ArgumentScanner()
+        self.pieces: list[str] = []
+        # Non-empty fragments: the frame each came in and its start offset.
+        self.fragment_frames = array("q")
+        self.fragment_starts = array("q")
+        self.frames: list[int] = []
+        self.started_frame: int | None = None
+        self.settled_frame: int | None = None
+        self.arguments: Any = None
+        self.invalid_at: dict[str, Any] | None = None
+        self.position: int | None = None
+        self.seen_order = seen_order
+        self.start_order: int | None = None
+
+    @property
+    def arguments_text(self) -> str:
+        if len(self.pieces) > 1:
+            self.pieces[:] = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
+
+    def fragments(self) -> list[tuple[int, int, str]]:
+        """(frame, start offset, text) of every non-empty fragment."""
+        text = self.arguments_text
+        starts = list(self.fragment_starts) + [len(text)]
+        return [
+            (frame, starts[i], text[starts[i] : starts[i + 1]])
+            for i, frame in enumerate(self.fragment_frames)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "choice": self.choice,
+            "id": self.id,
+            "name": self.name,
+            "index": self.index,
+            "arguments": self.arguments,
+            "arguments_text": self.arguments_text,
+            "started_frame": self.started_frame,
+            "settled_frame": self.settled_frame,
+            "invalid_at": self.invalid_at,
+            "frames": self.frames,
+        }
+
+
+class Choice:
+    """One `choices[i]`: its text, reasoning, refusal text, finish reason."""
+
+    __slots__ = (
+        "index",
+        "text",
+        "reasoning",
+        "refusal_text",
+        "finish_reason",
+        "calls",
+        "unsettled",
+        "by_id",
+        "held_indexes",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.refusal_text: list[str] = []
+        self.finish_reason: str | None = None
+        self.calls: list[Call] = []
+        self.unsettled: list[Call] = []
+        self.by_id: dict[str, Call] = {}
+        self.held_indexes: set[int] = set()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "text": "".join(self.text),
+            "reasoning": "".join(self.reasoning),
+            "refusal_text": "".join(self.refusal_text),
+            "finish_reason": self.finish_reason,
+        }
+
+
+class Refusal:
+    __slots__ = ("code", "message", "frame", "call", "choice")
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        frame: int | None,
+        call: Call | None = None,
+        choice: int | None = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.frame = frame
+        self.call = call
+        self.choice = choice
+
+    @property
+    def retryable(self) -> bool:
+        return RETRYABLE[self.code]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "frame": self.frame,
+            "call": self.call.position if self.call is not None else None,
+            "choice": self.choice,
+            "retryable": self.retryable,
+        }
+
+
+class Anomaly:
+    __slots__ = ("kind", "frame", "call", "choice")
+
+    def __init__(
+        self, kind: str, frame: int | None, call: Call | None = None, choice: int | None = None
+    ) -> None:
+        self.kind = kind
+        self.frame = frame
+        self.call = call
+        self.choice = choice
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"frame": self.frame, "kind": self.kind}
+        if self.call is not None:
+            out["call"] = self.call.position
+        if self.choice is not None:
+            out["choice"] = self.choice
+        return out
+
+
+class Event:
+    """One event: a type, the frame it happened in, the call it concerns (if
+    any), and the fields particular to its type."""
+
+    __slots__ = ("type", "frame", "call", "fields")
+
+    def __init__(
+        self,
+        type: str,
+        frame: int | None,
+        call: Call | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> None:
+        self.type = type
+        self.frame = frame
+        self.call = call
+        self.fields = fields
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "frame": self.frame}
+        if self.call is not None:
+            out["call"] = self.call.position
+        fields = self.fields
+        if fields:
+            for key, value in fields.items():
+                out[key] = value.to_dict() if hasattr(value, "to_dict") else value
+        return out
+
+    def __repr__(self) -> str:
+        return f"Event({self.type!r}, frame={self.frame}, fields={self.fields!r})"
+
+
+class Result:
+    """The outcome of one assembly, with everything the spec's result holds."""
+
+    def __init__(
+        self,
+        *,
+        policy: str,
+        frames: int,
+        refusal: Refusal | None,
+        usage: dict[str, Any] | None,
+        choices: list[Choice],
+        calls: list[Call],
+        dropped: list[dict[str, Any]],
+        anomalies: list[Anomaly],
+        events: list[Event],
+    ) -> None:
+        self.policy = policy
+        self.frames = frames
+        self.refusal = refusal
+        self.usage = usage
+        self.choices = choices
+        self.calls = calls
+        self.dropped = dropped
+        self.anomalies = anomalies
+        self.events = events
+
+    @property
+    def outcome(self) -> str:
+        return "ok" if self.refusal is None else "refused"
+
+    @property
+    def choice0(self) -> Choice | None:
+        return next((c for c in self.choices if c.index == 0), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.choice0
+        return {
+            "policy": self.policy,
+            "outcome": self.outcome,
+            "refusal": self.refusal.to_dict() if self.refusal else None,
+            "frames": self.frames,
+            "finish_reason": first.finish_reason if first else None,
+            "usage": self.usage,
+            "text": "".join(first.text) if first else "",
+            "reasoning": "".join(first.reasoning) if first else "",
+            "choices": [choice.to_dict() for choice in self.choices],
+            "calls": [call.to_dict() for call in self.calls],
+            "dropped": list(self.dropped),
+            "anomalies": [anomaly.to_dict() for anomaly in self.anomalies],
+            "events": [event.to_dict() for event in self.events],
+        }

@@ -1,0 +1,87 @@
+"""The sans-I/O facade: bytes in, in pieces of any size; frames, events and a
+result out.  The caller owns all I/O (files, sockets, the database)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .assembler import STRICT, Assembler
+from .errors import UnreadableInput
+from .formats import AUTO, HAR, JSONL, SSE, detect_format
+from .frames import Frame
+from .har import read_har
+from .readers import JSONLReader, SSEReader
+from .result import Result
+
+
+class StreamAssembler:
+    """One stream, one pass: `feed(bytes)` returns the frames those bytes
+    completed (already assembled); `close()` returns the result.
+
+    Several policies can follow the same frames at once, so the bytes are
+    split and parsed once however many results are wanted.
+    """
+
+    def __init__(self, fmt: str = SSE, policies: Iterable[str] = (STRICT,)) -> None:
+        if fmt == SSE:
+            self.reader: SSEReader | JSONLReader = SSEReader()
+        elif fmt == JSONL:
+            self.reader = JSONLReader()
+        else:
+            raise UnreadableInput(f"a stream is read as sse or jsonl, not {fmt!r}")
+        self.assemblers = {policy: Assembler(policy) for policy in policies}
+        self._feeds = [assembler.feed for assembler in self.assemblers.values()]
+
+    def feed(self, data: bytes) -> list[Frame]:
+        return self._assemble(self.reader.feed(data))
+
+    def close(self) -> dict[str, Result]:
+        self._assemble(self.reader.close())
+        return {policy: assembler.finish() for policy, assembler in self.assemblers.items()}
+
+    def _assemble(self, frames: list[Frame]) -> list[Frame]:
+        for feed in self._feeds:
+            for frame in frames:
+                feed(frame)
+        return frames
+
+
+def stream_bytes(data: bytes, fmt: str, entry: int = 0) -> tuple[str, bytes]:
+    """The stream inside an input: (sse or jsonl, its bytes).  A HAR gives its
+    `entry`-th event-stream response, read as SSE."""
+    if fmt == HAR:
+        streams = read_har(data)
+        if not 0 <= entry < len(streams):
+            raise UnreadableInput(
+                f"HAR entry {entry} out of range: it holds {len(streams)} "
+                "event stream(s), counted from 0"
+            )
+        return SSE, streams[entry].body
+    return fmt, data
+
+
+def assemble(
+    data: bytes,
+    *,
+    fmt: str = AUTO,
+    name: str | None = None,
+    policy: str = STRICT,
+    entry: int = 0,
+    chunk_bytes: int | None = None,
+) -> Result:
+    """Assemble a whole input held in memory.
+
+    `chunk_bytes` feeds the stream that many bytes at a time, the way a
+    network might have cut it; the result is the same for every size.
+    """
+    if fmt == AUTO:
+        fmt = detect_format(name, data)
+    fmt, body = stream_bytes(data, fmt, entry)
+    stream = StreamAssembler(fmt, (policy,))
+    if chunk_bytes is None or chunk_bytes >= len(body):
+        stream.feed(body)
+    else:
+        view = memoryview(body)
+        for start in range(0, len(body), chunk_bytes):
+            stream.feed(bytes(view[start : start + chunk_bytes]))
+    return stream.close()[policy]
