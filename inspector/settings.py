@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "inspector",
+    "inspector.captures",
 ]
 
 MIDDLEWARE = [

@@ -16,7 +16,8 @@ from .result import Result
 
 class StreamAssembler:
     """One stream, one pass: `feed(bytes)` returns the frames those bytes
-    completed (already assembled); `close()` returns the result.
+    completed (already assembled); `close()` returns the frames the end of
+    the input completed, and `results` then holds one result per policy.
 
     Several policies can follow the same frames at once, so the bytes are
     split and parsed once however many results are wanted.
@@ -31,13 +32,15 @@ class StreamAssembler:
             raise UnreadableInput(f"a stream is read as sse or jsonl, not {fmt!r}")
         self.assemblers = {policy: Assembler(policy) for policy in policies}
         self._feeds = [assembler.feed for assembler in self.assemblers.values()]
+        self.results: dict[str, Result] = {}
 
     def feed(self, data: bytes) -> list[Frame]:
         return self._assemble(self.reader.feed(data))
 
-    def close(self) -> dict[str, Result]:
-        self._assemble(self.reader.close())
-        return {policy: assembler.finish() for policy, assembler in self.assemblers.items()}
+    def close(self) -> list[Frame]:
+        frames = self._assemble(self.reader.close())
+        self.results = {policy: asm.finish() for policy, asm in self.assemblers.items()}
+        return frames
 
     def _assemble(self, frames: list[Frame]) -> list[Frame]:
         for feed in self._feeds:
@@ -84,4 +87,5 @@ def assemble(
         view = memoryview(body)
         for start in range(0, len(body), chunk_bytes):
             stream.feed(bytes(view[start : start + chunk_bytes]))
-    return stream.close()[policy]
+    stream.close()
+    return stream.results[policy]

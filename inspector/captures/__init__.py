@@ -1,0 +1,1 @@
+"""Captures: stored streams, their frames, and what the assembler made of them."""

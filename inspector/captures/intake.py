@@ -1,0 +1,67 @@
+"""Intake of uploaded files: tell the format, split a HAR into its event
+streams, and store each stream as a capture, all or nothing.
+
+HAR request headers (Authorization, cookies, api keys) are never read: only
+each event-stream response body is stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+
+from inspector.assembly import AUTO, HAR, UnreadableInput, detect_format, read_har
+
+from . import models
+from .store import store_stream
+
+
+class TooLarge(Exception):
+    """The input is over INSPECTOR_MAX_UPLOAD_BYTES."""
+
+
+def max_upload_bytes() -> int:
+    return settings.INSPECTOR_MAX_UPLOAD_BYTES
+
+
+def store_upload(
+    data: bytes, *, name: str | None = None, fmt: str = AUTO, title: str = ""
+) -> list[models.Capture]:
+    """Store an uploaded file as one capture, or a HAR as one per stream.
+
+    Raises TooLarge, or UnreadableInput with a one-line reason; then nothing
+    was stored.
+    """
+    if len(data) > max_upload_bytes():
+        raise TooLarge(f"the upload is {len(data)} bytes; the limit is {max_upload_bytes()}")
+    if fmt == AUTO:
+        fmt = detect_format(name, data)
+    title = title or (name or "")
+    if fmt != HAR:
+        return [store_stream(data, stream_format=fmt, input_format=fmt, title=title)]
+    streams = read_har(data)
+    group = secrets.token_urlsafe(12) if len(streams) > 1 else ""
+    with transaction.atomic():
+        return [
+            store_stream(
+                stream.body,
+                stream_format="sse",
+                input_format=HAR,
+                title=_har_title(title, stream.position, len(streams)),
+                group=group,
+                har_entry=stream.position,
+                source_url=stream.url,
+                provider=urlsplit(stream.url).hostname or "",
+            )
+            for stream in streams
+        ]
+
+
+def _har_title(title: str, position: int, count: int) -> str:
+    return title if count == 1 else f"{title} [stream {position + 1} of {count}]"
+
+
+__all__ = ["TooLarge", "UnreadableInput", "max_upload_bytes", "store_upload"]

@@ -1,0 +1,167 @@
+"""Storage: a capture is one stored stream; its frames are kept as received;
+each assembly (one per policy) keeps the result and its calls, and the strict
+assembly keeps every argument fragment with the scanner's state after it, so
+pages render argument evolution without re-running anything.
+
+Nothing here is SQLite-only: the same models and queries run on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+from django.urls import reverse
+
+
+def new_slug() -> str:
+    """128 random bits, URL-safe: the capture's unguessable link."""
+    return secrets.token_urlsafe(16)
+
+
+class Capture(models.Model):
+    class Source(models.TextChoices):
+        UPLOAD = "upload"
+        PROXY = "proxy"
+        INGEST = "ingest"
+
+    class Outcome(models.TextChoices):
+        OK = "ok"
+        REFUSED = "refused"
+        LIVE = "live"  # still being captured
+
+    slug = models.CharField(max_length=32, unique=True, default=new_slug, editable=False)
+    title = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.UPLOAD)
+    input_format = models.CharField(max_length=8)  # sse, jsonl or har: what was uploaded
+    stream_format = models.CharField(max_length=8)  # sse or jsonl: how `raw` reads
+    # Captures made from one upload (a HAR with several streams) share a group.
+    group = models.CharField(max_length=32, blank=True, db_index=True)
+    har_entry = models.IntegerField(null=True, blank=True)
+    source_url = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True, db_index=True)
+    provider = models.CharField(max_length=100, blank=True)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    byte_size = models.BigIntegerField(default=0)
+    frame_count = models.IntegerField(default=0)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, db_index=True)
+    refusal_code = models.CharField(max_length=32, blank=True, db_index=True)
+    lenient_outcome = models.CharField(max_length=8, blank=True)
+    raw = models.BinaryField()  # the stream's bytes exactly as received
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.title or self.slug
+
+    def get_absolute_url(self) -> str:
+        return reverse("capture", args=[self.slug])
+
+    @property
+    def policies_disagree(self) -> bool:
+        return bool(self.lenient_outcome) and self.lenient_outcome != self.outcome
+
+
+class Frame(models.Model):
+    """One frame as received, with what the strict assembly did with it."""
+
+    capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="frames")
+    number = models.IntegerField()
+    kind = models.CharField(max_length=8)
+    raw = models.TextField()
+    arrived_ms = models.FloatField(null=True, blank=True)
+    # Positions (in the strict result's `calls`) of the calls this frame touched.
+    calls = models.JSONField(default=list, blank=True)
+    # Dropped-delta reasons and anomaly kinds recorded at this frame.
+    marks = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["capture", "number"], name="frame_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"frame {self.number} ({self.kind})"
+
+
+class Assembly(models.Model):
+    """What one policy made of a capture."""
+
+    capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="assemblies")
+    policy = models.CharField(max_length=10)
+    outcome = models.CharField(max_length=8)
+    refusal_code = models.CharField(max_length=32, blank=True)
+    refusal_message = models.TextField(blank=True)
+    refusal_frame = models.IntegerField(null=True, blank=True)
+    refusal_call = models.IntegerField(null=True, blank=True)
+    refusal_choice = models.IntegerField(null=True, blank=True)
+    refusal_retryable = models.BooleanField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    text = models.TextField(blank=True)
+    # The result document exactly as `manage.py assemble` prints it (text, so
+    # key order survives PostgreSQL's jsonb).
+    result_json = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["capture", "policy"], name="assembly_policy_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.capture_id} {self.policy}: {self.outcome}"
+
+
+class Call(models.Model):
+    """One assembled tool call, and how its identity evolved."""
+
+    assembly = models.ForeignKey(Assembly, on_delete=models.CASCADE, related_name="calls")
+    position = models.IntegerField()
+    choice = models.IntegerField(default=0)
+    # "" until it arrives: an empty id or name never counts as one.
+    call_id = models.TextField(blank=True)
+    name = models.TextField(blank=True)
+    index = models.IntegerField(null=True, blank=True)
+    started_frame = models.IntegerField(null=True, blank=True)
+    settled_frame = models.IntegerField(null=True, blank=True)
+    invalid_at = models.JSONField(null=True, blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    arguments_text = models.TextField(blank=True)
+    fragment_count = models.IntegerField(default=0)
+    # [{"frame", "event", "field", "value"}]: identity established, ignored,
+    # conflicting, index changes, guesses - in the order they happened.
+    timeline = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["assembly", "position"], name="call_position_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"call {self.position} {self.name or '?'}"
+
+
+class Fragment(models.Model):
+    """One non-empty argument fragment of a strict call, with the scanner's
+    state after it."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="fragments")
+    seq = models.IntegerField()
+    frame = models.IntegerField()
+    offset = models.IntegerField()
+    text = models.TextField()
+    depth = models.IntegerField()
+    in_string = models.BooleanField()
+    complete = models.BooleanField()  # the root object has closed by the end of it
+    invalid_from = models.IntegerField(null=True, blank=True)  # offset, once seen
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["call", "seq"], name="fragment_seq_unique")]
+        indexes = [models.Index(fields=["call", "frame"], name="fragment_call_frame")]
+
+    def __str__(self) -> str:
+        return f"fragment {self.seq} @ frame {self.frame}"

@@ -1,0 +1,226 @@
+"""Storing a stream: assemble it once under every policy, then save the
+capture, its frames, its assemblies, their calls and the strict calls'
+argument fragments in one transaction.  A failure leaves nothing behind.
+
+Data flows one way: intake hands bytes here, the pure assembler says what
+they mean, and this module writes it down for the pages to read.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+
+from inspector.assembly import (
+    LENIENT,
+    STRICT,
+    ArgumentScanner,
+    FrameKind,
+    Result,
+    StreamAssembler,
+)
+from inspector.assembly import Call as AssembledCall
+from inspector.assembly import Frame as StreamFrame
+from inspector.assembly.jsontext import dumps
+
+from . import models
+
+POLICIES = (STRICT, LENIENT)
+BATCH = 2000
+
+
+def assemble_stream(data: bytes, stream_format: str) -> tuple[list[StreamFrame], dict[str, Result]]:
+    """Read the stream once and assemble it under every stored policy."""
+    stream = StreamAssembler(stream_format, POLICIES)
+    frames = stream.feed(data)
+    frames.extend(stream.close())
+    return frames, stream.results
+
+
+@transaction.atomic
+def store_stream(
+    data: bytes,
+    *,
+    stream_format: str,
+    input_format: str | None = None,
+    title: str = "",
+    source: str = models.Capture.Source.UPLOAD,
+    group: str = "",
+    har_entry: int | None = None,
+    source_url: str = "",
+    provider: str = "",
+    arrived_ms: Sequence[float | None] | None = None,
+) -> models.Capture:
+    """Assemble `data` and store it all; returns the saved capture."""
+    frames, results = assemble_stream(data, stream_format)
+    strict = results[STRICT]
+    capture = models.Capture.objects.create(
+        title=title[:200],
+        source=source,
+        input_format=input_format or stream_format,
+        stream_format=stream_format,
+        group=group,
+        har_entry=har_entry,
+        source_url=source_url,
+        model=_model_name(frames)[:200],
+        provider=provider[:100],
+        byte_size=len(data),
+        frame_count=strict.frames,
+        outcome=strict.outcome,
+        refusal_code=strict.refusal.code if strict.refusal else "",
+        lenient_outcome=results[LENIENT].outcome,
+        raw=data,
+    )
+    _store_frames(capture, frames, strict, arrived_ms)
+    for policy, result in results.items():
+        _store_assembly(capture, policy, result, with_fragments=policy == STRICT)
+    return capture
+
+
+def _model_name(frames: list[StreamFrame]) -> str:
+    for frame in frames:
+        if frame.kind is FrameKind.CHUNK:
+            model = frame.payload.get("model")
+            if type(model) is str and model:
+                return model
+    return ""
+
+
+def _frame_marks(result: Result) -> tuple[dict[int, list[int]], dict[int, list[str]]]:
+    touched: dict[int, list[int]] = defaultdict(list)
+    for call in result.calls:
+        for number in call.frames:
+            touched[number].append(call.position)
+    marks: dict[int, list[str]] = defaultdict(list)
+    for drop in result.dropped:
+        marks[drop["frame"]].append(drop["reason"])
+    for anomaly in result.anomalies:
+        if anomaly.frame is not None:
+            marks[anomaly.frame].append(anomaly.kind)
+    if result.refusal is not None and result.refusal.frame is not None:
+        marks[result.refusal.frame].append(result.refusal.code)
+    return touched, marks
+
+
+def _store_frames(
+    capture: models.Capture,
+    frames: list[StreamFrame],
+    strict: Result,
+    arrived_ms: Sequence[float | None] | None,
+) -> None:
+    touched, marks = _frame_marks(strict)
+    rows = [
+        models.Frame(
+            capture=capture,
+            number=frame.number,
+            kind=frame.kind.value,
+            raw=frame.raw,
+            arrived_ms=arrived_ms[frame.number] if arrived_ms else None,
+            calls=touched.get(frame.number, []),
+            marks=marks.get(frame.number, []),
+        )
+        for frame in frames
+    ]
+    models.Frame.objects.bulk_create(rows, batch_size=BATCH)
+
+
+def _store_assembly(
+    capture: models.Capture, policy: str, result: Result, *, with_fragments: bool
+) -> models.Assembly:
+    document = result.to_dict()
+    refusal = result.refusal
+    first = result.choice0
+    assembly = models.Assembly.objects.create(
+        capture=capture,
+        policy=policy,
+        outcome=result.outcome,
+        refusal_code=refusal.code if refusal else "",
+        refusal_message=refusal.message if refusal else "",
+        refusal_frame=refusal.frame if refusal else None,
+        refusal_call=document["refusal"]["call"] if refusal else None,
+        refusal_choice=refusal.choice if refusal else None,
+        refusal_retryable=refusal.retryable if refusal else None,
+        finish_reason=(first.finish_reason or "") if first else "",
+        usage=result.usage,
+        text=document["text"],
+        result_json=dumps(document).decode(),
+    )
+    timelines = _timelines(document)
+    calls = models.Call.objects.bulk_create(
+        [
+            models.Call(
+                assembly=assembly,
+                position=call.position,
+                choice=call.choice,
+                call_id=call.id or "",
+                name=call.name or "",
+                index=call.index,
+                started_frame=call.started_frame,
+                settled_frame=call.settled_frame,
+                invalid_at=call.invalid_at,
+                arguments=call.arguments,
+                arguments_text=call.arguments_text,
+                fragment_count=len(call.fragment_frames),
+                timeline=timelines.get(call.position, []),
+            )
+            for call in result.calls
+        ]
+    )
+    if with_fragments:
+        for row, call in zip(calls, result.calls, strict=True):
+            if row.pk is None:  # a database that returns no ids from bulk_create
+                row = models.Call.objects.get(assembly=assembly, position=call.position)
+            models.Fragment.objects.bulk_create(_fragments(row, call), batch_size=BATCH)
+    return assembly
+
+
+def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
+    """Each fragment with the scanner's state after it: a second, linear scan
+    of the call's arguments, done once here so pages never scan."""
+    scanner = ArgumentScanner()
+    out = []
+    for seq, (frame, offset, text) in enumerate(call.fragments()):
+        scanner.feed(text)
+        out.append(
+            models.Fragment(
+                call=row,
+                seq=seq,
+                frame=frame,
+                offset=offset,
+                text=text,
+                depth=scanner.depth,
+                in_string=scanner.in_string,
+                complete=scanner.closed,
+                invalid_from=scanner.invalid_at,
+            )
+        )
+    return out
+
+
+_TIMELINE_EVENTS = {"identity", "identity_ignored", "toolcall_start", "settled", "toolcall_end"}
+_CALL_ANOMALIES = {"index_reused", "index_changed", "guessed_continuation", "arguments_not_string"}
+
+
+def _timelines(document: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    """Per call, the events that tell how its identity evolved."""
+    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for event in document["events"]:
+        kind = event["type"]
+        if kind in _TIMELINE_EVENTS and event.get("call") is not None:
+            entry = {"frame": event["frame"], "event": kind}
+            if "field" in event:
+                entry["field"] = event["field"]
+                entry["value"] = event["value"]
+            out[event["call"]].append(entry)
+        elif kind == "anomaly" and event.get("call") is not None:
+            if event["kind"] in _CALL_ANOMALIES:
+                out[event["call"]].append({"frame": event["frame"], "event": event["kind"]})
+    refusal = document["refusal"]
+    if refusal and refusal["call"] is not None:
+        out[refusal["call"]].append(
+            {"frame": refusal["frame"], "event": "refusal", "value": refusal["code"]}
+        )
+    return out

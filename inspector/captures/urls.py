@@ -1,0 +1,3 @@
+"""Pages: the capture list, upload form, capture page and frame permalinks."""
+
+urlpatterns: list = []
