@@ -302,7 +302,8 @@ class Assembler:
             if call.id is None and call.name is None:
                 return
             call.started_frame = number
-            call.start_order = len(self.started)
+            # Started calls lead `calls` in start order, so this is final.
+            call.position = call.start_order = len(self.started)
             self.started.append(call)
             self._event("toolcall_start", number, call)
             if scanner.length:

@@ -82,18 +82,13 @@ class Call:
 
     @property
     def arguments_text(self) -> str:
-        if len(self.pieces) > 1:
-            self.pieces[:] = ["".join(self.pieces)]
-        return self.pieces[0] if self.pieces else ""
+        return "".join(self.pieces)
 
-    def fragments(self) -> list[tuple[int, int, str]]:
-        """(frame, start offset, text) of every non-empty fragment."""
-        text = self.arguments_text
-        starts = list(self.fragment_starts) + [len(text)]
-        return [
-            (frame, starts[i], text[starts[i] : starts[i + 1]])
-            for i, frame in enumerate(self.fragment_frames)
-        ]
+    def fragments(self, start: int = 0) -> list[tuple[int, int, str]]:
+        """(frame, start offset, text) of every non-empty fragment from the
+        `start`-th on; `pieces` holds exactly these fragments' texts."""
+        frames, starts = self.fragment_frames[start:], self.fragment_starts[start:]
+        return list(zip(frames, starts, self.pieces[start:], strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -48,6 +48,16 @@ class Capture(models.Model):
     refusal_code = models.CharField(max_length=32, blank=True, db_index=True)
     lenient_outcome = models.CharField(max_length=8, blank=True)
     raw = models.BinaryField()  # the stream's bytes exactly as received
+    # Live capture (proxy, ingest): the request that was sent, secrets removed;
+    # the upstream's name and HTTP status; retries of one logical request share
+    # `attempt_group` and are numbered by `attempt` from 1.
+    request_json = models.TextField(blank=True)
+    upstream = models.CharField(max_length=100, blank=True)
+    http_status = models.IntegerField(null=True, blank=True)
+    attempt_group = models.CharField(max_length=64, blank=True, db_index=True)
+    attempt = models.IntegerField(null=True, blank=True)
+    retryable = models.BooleanField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]

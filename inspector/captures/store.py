@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from inspector.assembly import (
     LENIENT,
@@ -46,38 +47,91 @@ def store_stream(
     *,
     stream_format: str,
     input_format: str | None = None,
-    title: str = "",
-    source: str = models.Capture.Source.UPLOAD,
-    group: str = "",
-    har_entry: int | None = None,
-    source_url: str = "",
-    provider: str = "",
     arrived_ms: Sequence[float | None] | None = None,
+    **meta: Any,
 ) -> models.Capture:
-    """Assemble `data` and store it all; returns the saved capture."""
+    """Assemble `data` and store it all; returns the saved capture.
+
+    `meta` are further Capture fields (title, source, group, source_url, ...).
+    """
     frames, results = assemble_stream(data, stream_format)
-    strict = results[STRICT]
     capture = models.Capture.objects.create(
-        title=title[:200],
-        source=source,
         input_format=input_format or stream_format,
         stream_format=stream_format,
-        group=group,
-        har_entry=har_entry,
-        source_url=source_url,
-        model=_model_name(frames)[:200],
-        provider=provider[:100],
-        byte_size=len(data),
-        frame_count=strict.frames,
-        outcome=strict.outcome,
-        refusal_code=strict.refusal.code if strict.refusal else "",
-        lenient_outcome=results[LENIENT].outcome,
-        raw=data,
+        **_summary(data, frames, results),
+        **_clean_meta(meta),
     )
-    _store_frames(capture, frames, strict, arrived_ms)
+    touched, marks = _frame_marks(results[STRICT])
+    _store_frames(capture, frames, arrived_ms, touched, marks)
+    _store_results(capture, results)
+    return capture
+
+
+def open_capture(*, stream_format: str, **meta: Any) -> models.Capture:
+    """A capture whose bytes are still arriving (proxy, ingest)."""
+    return models.Capture.objects.create(
+        input_format=stream_format,
+        stream_format=stream_format,
+        outcome=models.Capture.Outcome.LIVE,
+        raw=b"",
+        **_clean_meta(meta),
+    )
+
+
+def append_frames(
+    capture: models.Capture, frames: list[StreamFrame], arrived_ms: Sequence[float | None]
+) -> None:
+    """Store frames of a live capture as they complete; which calls they
+    touched is written when the capture closes."""
+    _store_frames(capture, frames, arrived_ms, {}, {}, offset=frames[0].number if frames else 0)
+
+
+@transaction.atomic
+def close_capture(
+    capture: models.Capture,
+    data: bytes,
+    frames: list[StreamFrame],
+    results: dict[str, Result],
+    **meta: Any,
+) -> models.Capture:
+    """Write what the assembly of a finished live capture says."""
+    touched, marks = _frame_marks(results[STRICT])
+    numbers = set(touched) | set(marks)
+    rows = list(capture.frames.filter(number__in=numbers).only("id", "number"))
+    for row in rows:
+        row.calls = touched.get(row.number, [])
+        row.marks = marks.get(row.number, [])
+    models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
+    for field, value in {**_summary(data, frames, results), **_clean_meta(meta)}.items():
+        setattr(capture, field, value)
+    capture.finished = timezone.now()
+    capture.save()
+    _store_results(capture, results)
+    return capture
+
+
+def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result]) -> dict:
+    strict = results[STRICT]
+    return {
+        "model": _model_name(frames)[:200],
+        "byte_size": len(data),
+        "frame_count": strict.frames,
+        "outcome": strict.outcome,
+        "refusal_code": strict.refusal.code if strict.refusal else "",
+        "retryable": strict.refusal.retryable if strict.refusal else None,
+        "lenient_outcome": results[LENIENT].outcome,
+        "raw": data,
+    }
+
+
+def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    limits = {"title": 200, "provider": 100, "upstream": 100}
+    return {k: v[: limits[k]] if k in limits and v else v for k, v in meta.items()}
+
+
+def _store_results(capture: models.Capture, results: dict[str, Result]) -> None:
     for policy, result in results.items():
         _store_assembly(capture, policy, result, with_fragments=policy == STRICT)
-    return capture
 
 
 def _model_name(frames: list[StreamFrame]) -> str:
@@ -108,17 +162,21 @@ def _frame_marks(result: Result) -> tuple[dict[int, list[int]], dict[int, list[s
 def _store_frames(
     capture: models.Capture,
     frames: list[StreamFrame],
-    strict: Result,
     arrived_ms: Sequence[float | None] | None,
+    touched: dict[int, list[int]],
+    marks: dict[int, list[str]],
+    *,
+    offset: int = 0,
 ) -> None:
-    touched, marks = _frame_marks(strict)
+    """`arrived_ms[i]` is the arrival time of `frames[i]`'s number minus
+    `offset` (so a live batch passes the times of its own frames)."""
     rows = [
         models.Frame(
             capture=capture,
             number=frame.number,
             kind=frame.kind.value,
             raw=frame.raw,
-            arrived_ms=arrived_ms[frame.number] if arrived_ms else None,
+            arrived_ms=arrived_ms[frame.number - offset] if arrived_ms else None,
             calls=touched.get(frame.number, []),
             marks=marks.get(frame.number, []),
         )

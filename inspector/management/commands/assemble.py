@@ -33,6 +33,8 @@ def _entry(text: str) -> int:
 
 class Command(BaseCommand):
     help = "Assemble the tool calls of one stream (SSE, JSON Lines or HAR) and print the result."
+    # The command touches neither the database nor the URLs: skip the checks.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="the stream file, or - for standard input")
