@@ -8,6 +8,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     path("api/", include("inspector.captures.api_urls")),
+    path("", include("inspector.live.urls")),
     path("", include("inspector.captures.urls")),
 ]
 

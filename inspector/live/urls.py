@@ -1,0 +1,3 @@
+"""HTTP routes of live capture: the recording proxy, guard mode, ingest."""
+
+urlpatterns: list = []
