@@ -1,3 +1,16 @@
 """The JSON API under /api/."""
 
-urlpatterns: list = []
+from django.urls import path, re_path
+
+from . import api
+
+urlpatterns = [
+    re_path(r"^captures/?$", api.captures, name="api-captures"),
+    path("captures/<str:slug>", api.capture_detail, name="api-capture"),
+    path(
+        "captures/<str:slug>/lenient",
+        api.capture_detail,
+        {"policy": "lenient"},
+        name="api-capture-lenient",
+    ),
+]

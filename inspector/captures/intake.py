@@ -8,7 +8,7 @@ each event-stream response body is stored.
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -53,11 +53,33 @@ def store_upload(
                 title=_har_title(title, stream.position, len(streams)),
                 group=group,
                 har_entry=stream.position,
-                source_url=stream.url,
-                provider=urlsplit(stream.url).hostname or "",
+                source_url=_public_url(stream.url),
+                provider=_host(stream.url),
             )
             for stream in streams
         ]
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:  # a HAR can hold any text as a URL
+        return ""
+
+
+def _public_url(url: str) -> str:
+    """The request URL without what may carry a secret: user info, the
+    query string (`?key=...`) and the fragment."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return ""
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _har_title(title: str, position: int, count: int) -> str:

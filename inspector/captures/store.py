@@ -8,10 +8,12 @@ they mean, and this module writes it down for the pages to read.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.utils import timezone
 
@@ -113,7 +115,7 @@ def close_capture(
 def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result]) -> dict:
     strict = results[STRICT]
     return {
-        "model": _model_name(frames)[:200],
+        "model": _text(_model_name(frames)[:200]),
         "byte_size": len(data),
         "frame_count": strict.frames,
         "outcome": strict.outcome,
@@ -126,7 +128,29 @@ def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result])
 
 def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
     limits = {"title": 200, "provider": 100, "upstream": 100}
-    return {k: v[: limits[k]] if k in limits and v else v for k, v in meta.items()}
+    return {k: _text(v[: limits[k]] if k in limits and v else v) for k, v in meta.items()}
+
+
+# PostgreSQL's text and jsonb can't hold NUL (U+0000); SQLite can.  Columns
+# read by pages get U+FFFD in its place, on every database; the exact stream
+# stays in Capture.raw and the exact result in Assembly.result_json (JSON
+# text, where NUL is escaped).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _text(value: Any) -> Any:
+    if type(value) is str and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
+
+
+def _json(value: Any) -> Any:
+    if value is None or type(value) in (int, float, bool):
+        return value
+    text = dumps(value)
+    if b"\\u0000" not in text:
+        return value
+    return orjson.loads(_NUL_ESCAPE.sub(rb"\1\\ufffd", text))
 
 
 def _store_results(capture: models.Capture, results: dict[str, Result]) -> None:
@@ -175,7 +199,7 @@ def _store_frames(
             capture=capture,
             number=frame.number,
             kind=frame.kind.value,
-            raw=frame.raw,
+            raw=_text(frame.raw),
             arrived_ms=arrived_ms[frame.number - offset] if arrived_ms else None,
             calls=touched.get(frame.number, []),
             marks=marks.get(frame.number, []),
@@ -196,14 +220,14 @@ def _store_assembly(
         policy=policy,
         outcome=result.outcome,
         refusal_code=refusal.code if refusal else "",
-        refusal_message=refusal.message if refusal else "",
+        refusal_message=_text(refusal.message) if refusal else "",
         refusal_frame=refusal.frame if refusal else None,
         refusal_call=document["refusal"]["call"] if refusal else None,
         refusal_choice=refusal.choice if refusal else None,
         refusal_retryable=refusal.retryable if refusal else None,
         finish_reason=(first.finish_reason or "") if first else "",
-        usage=result.usage,
-        text=document["text"],
+        usage=_json(result.usage),
+        text=_text(document["text"]),
         result_json=dumps(document).decode(),
     )
     timelines = _timelines(document)
@@ -213,16 +237,16 @@ def _store_assembly(
                 assembly=assembly,
                 position=call.position,
                 choice=call.choice,
-                call_id=call.id or "",
-                name=call.name or "",
+                call_id=_text(call.id or ""),
+                name=_text(call.name or ""),
                 index=call.index,
                 started_frame=call.started_frame,
                 settled_frame=call.settled_frame,
-                invalid_at=call.invalid_at,
-                arguments=call.arguments,
-                arguments_text=call.arguments_text,
+                invalid_at=_json(call.invalid_at),
+                arguments=_json(call.arguments),
+                arguments_text=_text(call.arguments_text),
                 fragment_count=len(call.fragment_frames),
-                timeline=timelines.get(call.position, []),
+                timeline=_json(timelines.get(call.position, [])),
             )
             for call in result.calls
         ]
@@ -248,7 +272,7 @@ def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
                 seq=seq,
                 frame=frame,
                 offset=offset,
-                text=text,
+                text=_text(text),
                 depth=scanner.depth,
                 in_string=scanner.in_string,
                 complete=scanner.closed,
@@ -273,9 +297,11 @@ def _timelines(document: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
                 entry["field"] = event["field"]
                 entry["value"] = event["value"]
             out[event["call"]].append(entry)
-        elif kind == "anomaly" and event.get("call") is not None:
-            if event["kind"] in _CALL_ANOMALIES:
-                out[event["call"]].append({"frame": event["frame"], "event": event["kind"]})
+        elif kind == "anomaly":
+            # An anomaly event carries the anomaly itself under "anomaly".
+            anomaly = event.get("anomaly") or {}
+            if anomaly.get("call") is not None and anomaly.get("kind") in _CALL_ANOMALIES:
+                out[anomaly["call"]].append({"frame": event["frame"], "event": anomaly["kind"]})
     refusal = document["refusal"]
     if refusal and refusal["call"] is not None:
         out[refusal["call"]].append(
