@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from inspector.assembly import STRICT, Call, StreamAssembler
-from inspector.assembly.jsontext import compact
 from inspector.captures import models
 from inspector.captures.store import POLICIES, append_frames, close_capture, open_capture
 
@@ -114,23 +113,29 @@ class LiveCapture:
 
     def _call_state(self, call: Call) -> dict[str, Any]:
         sent = self._fragments_sent.get(id(call), 0)
-        fragments = call.fragments(sent)
-        self._fragments_sent[id(call)] = sent + len(fragments)
-        scanner = call.scanner
-        return {
-            "position": call.position,
-            "choice": call.choice,
-            "id": call.id,
-            "name": call.name,
-            "index": call.index,
-            "started_frame": call.started_frame,
-            "settled_frame": call.settled_frame,
-            "fragments": [{"frame": f, "offset": o, "text": t} for f, o, t in fragments],
-            "depth": scanner.depth,
-            "in_string": scanner.in_string,
-            "complete": scanner.closed,
-            "invalid_from": scanner.invalid_at,
-        }
+        self._fragments_sent[id(call)] = len(call.fragment_frames)
+        return call_state(call, sent)
+
+
+def call_state(call: Call, first_fragment: int) -> dict[str, Any]:
+    """A call as a viewer sees it, with its fragments from `first_fragment`."""
+    scanner = call.scanner
+    return {
+        "position": call.position,
+        "choice": call.choice,
+        "id": call.id,
+        "name": call.name,
+        "index": call.index,
+        "started_frame": call.started_frame,
+        "settled_frame": call.settled_frame,
+        "fragments": [
+            {"frame": f, "offset": o, "text": t} for f, o, t in call.fragments(first_fragment)
+        ],
+        "depth": scanner.depth,
+        "in_string": scanner.in_string,
+        "complete": scanner.closed,
+        "invalid_from": scanner.invalid_at,
+    }
 
 
 def _provisional_refusal(refusal) -> dict[str, Any] | None:
@@ -146,4 +151,4 @@ def _provisional_refusal(refusal) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["LIST_GROUP", "LiveCapture", "capture_group", "compact"]
+__all__ = ["LIST_GROUP", "LiveCapture", "call_state", "capture_group"]

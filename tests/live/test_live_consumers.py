@@ -1,0 +1,152 @@
+"""Websocket consumers over the real ASGI routing and the configured channel
+layer (in-memory, or Redis when REDIS_URL is set)."""
+
+import asyncio
+
+import orjson
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from inspector.asgi import application
+from inspector.captures import models
+from inspector.live.broadcast import Publisher
+from inspector.live.session import LiveCapture
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def chunk(delta, finish=None):
+    body = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+    body["choices"][0]["finish_reason"] = finish
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def text_stream(words):
+    return [chunk({"content": w}) for w in words] + [chunk({}, "stop"), b"data: [DONE]\n\n"]
+
+
+async def connect(path):
+    comm = WebsocketCommunicator(application, path)
+    connected, _ = await comm.connect(timeout=5)
+    assert connected
+    return comm
+
+
+async def receive_frames_until_finished(comm):
+    numbers, finished = [], None
+    while finished is None:
+        message = await comm.receive_json_from(timeout=5)
+        numbers += [f["number"] for f in message.get("frames", [])]
+        if message["type"] == "finished":
+            finished = message
+    return numbers, finished
+
+
+async def test_a_viewer_gets_a_snapshot_then_live_frames_then_the_outcome():
+    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    pieces = text_stream(["a", "b", "c"])
+    await database_sync_to_async(live.append)(pieces[0])
+
+    comm = await connect(f"/ws/captures/{live.slug}/")
+    first = await comm.receive_json_from(timeout=5)
+    assert first["type"] == "snapshot" and first["outcome"] == "live"
+    assert [f["number"] for f in first["frames"]] == [0]
+
+    publisher = Publisher(live.slug, interval=0)
+    for piece in pieces[1:]:
+        await publisher.add(await database_sync_to_async(live.append)(piece))
+    await publisher.finish(await database_sync_to_async(live.close)())
+    numbers, finished = await receive_frames_until_finished(comm)
+    assert numbers == [1, 2, 3, 4]
+    assert finished["outcome"] == "ok"
+    await comm.disconnect()
+
+
+async def test_a_late_joiner_misses_nothing_and_sees_nothing_twice():
+    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    pieces = text_stream([str(n) for n in range(40)])
+    publisher = Publisher(live.slug, interval=0)
+
+    async def produce():
+        for piece in pieces:
+            await publisher.add(await database_sync_to_async(live.append)(piece))
+            await asyncio.sleep(0)
+        await publisher.finish(await database_sync_to_async(live.close)())
+
+    producing = asyncio.ensure_future(produce())
+    await asyncio.sleep(0.01)
+    comm = await connect(f"/ws/captures/{live.slug}/")
+    snapshot = await comm.receive_json_from(timeout=5)
+    seen = [f["number"] for f in snapshot["frames"]]
+    numbers, _ = await receive_frames_until_finished(comm)
+    await producing
+    shown = seen + [n for n in numbers if n > (seen[-1] if seen else -1)]
+    assert shown == list(range(len(pieces)))
+    await comm.disconnect()
+
+
+async def test_a_snapshot_of_a_live_capture_carries_its_calls_state():
+    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    header = {"index": 0, "id": "call_9", "function": {"name": "grep", "arguments": '{"q":'}}
+    await database_sync_to_async(live.append)(chunk({"tool_calls": [header]}))
+    comm = await connect(f"/ws/captures/{live.slug}/?after=-1")
+    snapshot = await comm.receive_json_from(timeout=5)
+    (call,) = snapshot["calls"]
+    assert (call["id"], call["name"], call["depth"]) == ("call_9", "grep", 1)
+    assert [f["text"] for f in call["fragments"]] == ['{"q":']
+    await comm.disconnect()
+
+
+async def test_an_unknown_capture_is_refused():
+    comm = WebsocketCommunicator(application, "/ws/captures/nope/")
+    connected, code = await comm.connect(timeout=5)
+    assert not connected and code == 4404
+
+
+async def test_the_ingest_socket_records_a_stream_and_viewers_see_it():
+    lister = await connect("/ws/captures/")
+    ingest = await connect("/ws/ingest/")
+    await ingest.send_json_to({"open": {"title": "from a script", "format": "sse"}})
+    opened = await ingest.receive_json_from(timeout=5)
+    assert opened["type"] == "opened" and opened["url"] == f"/c/{opened['slug']}/"
+    assert (await lister.receive_json_from(timeout=5))["outcome"] == "live"
+
+    data = b"".join(text_stream(["hello", " world"]))
+    for start in range(0, len(data), 7):  # cut anywhere, even mid-frame
+        await ingest.send_to(bytes_data=data[start : start + 7])
+    await ingest.send_json_to({"close": True})
+    closed = await ingest.receive_json_from(timeout=5)
+    assert closed == {"type": "closed", "slug": opened["slug"], "outcome": "ok", "refusal": None}
+    assert (await lister.receive_json_from(timeout=5))["outcome"] == "ok"
+
+    capture = await database_sync_to_async(models.Capture.objects.get)(slug=opened["slug"])
+    assert bytes(capture.raw) == data
+    assert (capture.source, capture.title, capture.frame_count) == ("ingest", "from a script", 4)
+    await ingest.disconnect()
+    await lister.disconnect()
+
+
+async def test_an_ingest_socket_that_drops_keeps_its_capture_refused_incomplete():
+    ingest = await connect("/ws/ingest/")
+    await ingest.send_json_to({"open": {"format": "sse"}})
+    slug = (await ingest.receive_json_from(timeout=5))["slug"]
+    await ingest.send_to(bytes_data=text_stream(["partial"])[0])
+    await ingest.disconnect()
+    capture = await database_sync_to_async(models.Capture.objects.get)(slug=slug)
+    assert (capture.outcome, capture.refusal_code, capture.frame_count) == (
+        "refused",
+        "INCOMPLETE_STREAM",
+        1,
+    )
+
+
+async def test_the_ingest_socket_explains_bad_messages():
+    ingest = await connect("/ws/ingest/")
+    await ingest.send_to(bytes_data=b"data: early\n\n")
+    assert (await ingest.receive_json_from(timeout=5))["error"] == "open a capture first"
+    await ingest.send_to(text_data="not json")
+    assert "JSON" in (await ingest.receive_json_from(timeout=5))["error"]
+    await ingest.send_json_to({"open": {"format": "har"}})
+    assert (await ingest.receive_json_from(timeout=5))["error"] == "format is sse or jsonl"
+    await ingest.disconnect()

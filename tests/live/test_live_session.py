@@ -1,0 +1,101 @@
+"""LiveCapture: bytes stored as they arrive, assembled in the same pass as an
+upload would be, and one batch message per read."""
+
+import orjson
+import pytest
+
+from inspector.assembly import assemble
+from inspector.assembly.jsontext import dumps
+from inspector.captures import models
+from inspector.live.broadcast import merge_batches
+from inspector.live.session import LiveCapture
+
+pytestmark = pytest.mark.django_db
+
+
+def chunk(delta, finish=None):
+    body = {"id": "c1", "model": "m-live", "choices": [{"index": 0, "delta": delta}]}
+    body["choices"][0]["finish_reason"] = finish
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def call_stream():
+    header = {"index": 0, "id": "call_1", "function": {"name": "read", "arguments": ""}}
+    return [
+        chunk({"role": "assistant"}),
+        chunk({"tool_calls": [header]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"pa'}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'th":"/a"}'}}]}),
+        chunk({}, finish="tool_calls"),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def test_frames_are_stored_as_they_arrive_and_the_result_matches_an_upload():
+    live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
+    pieces = call_stream()
+    for number, piece in enumerate(pieces):
+        batch = live.append(piece)
+        assert [f["number"] for f in batch["frames"]] == [number]
+        assert live.capture.frames.count() == number + 1
+    assert models.Capture.objects.get(pk=live.capture.pk).outcome == "live"
+
+    finished = live.close()
+
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    data = b"".join(pieces)
+    expected = assemble(data, fmt="sse").to_dict()
+    assert finished["outcome"] == capture.outcome == "ok"
+    assert bytes(capture.raw) == data
+    assert capture.model == "m-live"
+    assert capture.finished is not None
+    stored = capture.assemblies.get(policy="strict").result_json
+    assert stored == dumps(expected).decode()
+    assert capture.frames.get(number=2).calls == [0]
+    assert all(f.arrived_ms is not None for f in capture.frames.all())
+
+
+def test_a_read_that_completes_no_frame_sends_nothing():
+    live = LiveCapture.open(stream_format="sse")
+    first = call_stream()[0]
+    assert live.append(first[:10]) is None
+    batch = live.append(first[10:])
+    assert [f["number"] for f in batch["frames"]] == [0]
+
+
+def test_batches_carry_each_fragment_once_with_the_scanner_state():
+    live = LiveCapture.open(stream_format="sse")
+    batches = [live.append(piece) for piece in call_stream()[:4]]
+    calls = [call for batch in batches for call in batch["calls"]]
+    fragments = [f["text"] for call in calls for f in call["fragments"]]
+    assert fragments == ['{"pa', 'th":"/a"}']
+    assert calls[-1]["complete"] is True and calls[-1]["depth"] == 0
+    assert calls[0]["id"] == "call_1" and calls[0]["name"] == "read"
+
+
+def test_a_cut_stream_closes_refused_with_every_frame_kept():
+    live = LiveCapture.open(stream_format="sse")
+    for piece in call_stream()[:3]:
+        live.append(piece)
+    live.append(b'data: {"choices": [{"index": 0, "delta": {"tool_')
+    finished = live.close()
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    assert finished["refusal"]["code"] == capture.refusal_code == "INCOMPLETE_STREAM"
+    assert capture.frame_count == capture.frames.count() == 4
+    assert capture.retryable is True
+
+
+def test_a_refusal_is_announced_in_the_batch_that_decides_it():
+    live = LiveCapture.open(stream_format="sse")
+    batch = live.append(b"data: [1, 2]\n\n")
+    assert batch["refusal"]["code"] == "INVALID_FRAME"
+
+
+def test_merged_batches_keep_every_frame_and_fragment_in_order():
+    live = LiveCapture.open(stream_format="sse")
+    batches = [live.append(piece) for piece in call_stream()[1:4]]
+    merged = merge_batches(merge_batches(batches[0], batches[1]), batches[2])
+    assert [f["number"] for f in merged["frames"]] == [0, 1, 2]
+    (call,) = merged["calls"]
+    assert [f["text"] for f in call["fragments"]] == ['{"pa', 'th":"/a"}']
+    assert call["complete"] is True
