@@ -3,10 +3,14 @@ from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
 from inspector.health import health
+from inspector.live import ingest
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    path("api/ingest", ingest.open_ingest, name="ingest-open"),
+    path("api/ingest/<str:slug>/append", ingest.append_ingest, name="ingest-append"),
+    path("api/ingest/<str:slug>/close", ingest.close_ingest, name="ingest-close"),
     path("api/", include("inspector.captures.api_urls")),
     path("", include("inspector.live.urls")),
     path("", include("inspector.captures.urls")),

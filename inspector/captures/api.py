@@ -60,12 +60,12 @@ class BadRequest(Exception):
         self.status = status
 
 
-def _json(value: Any, status: int = 200) -> HttpResponse:
+def json_response(value: Any, status: int = 200) -> HttpResponse:
     return HttpResponse(dumps(value), status=status, content_type="application/json")
 
 
 def _error(message: str, status: int = 400) -> HttpResponse:
-    return _json({"error": message}, status)
+    return json_response({"error": message}, status)
 
 
 def capture_path(slug: str) -> str:
@@ -76,7 +76,7 @@ def capture_path(slug: str) -> str:
         return f"/c/{slug}/"
 
 
-def _methods(*allowed: str) -> Callable:
+def json_endpoint(*allowed: str) -> Callable:
     def decorate(view: Callable) -> Callable:
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in allowed:
@@ -98,7 +98,7 @@ def _methods(*allowed: str) -> Callable:
 # -- upload ------------------------------------------------------------------
 
 
-@_methods("GET", "POST")
+@json_endpoint("GET", "POST")
 def captures(request: HttpRequest) -> HttpResponse:
     """GET: the list; POST: an upload."""
     if request.method == "POST":
@@ -213,7 +213,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
     body = dict(entries[0])
     if len(entries) > 1:
         body["captures"] = entries
-    return _json(body, 201)
+    return json_response(body, 201)
 
 
 # -- reading -----------------------------------------------------------------
@@ -239,7 +239,7 @@ def _meta(capture: models.Capture) -> dict[str, Any]:
     }
 
 
-@_methods("GET")
+@json_endpoint("GET")
 def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -> HttpResponse:
     """The capture's metadata and, under "result", the stored result JSON of
     one policy (strict unless `?policy=lenient` or `/lenient`)."""
@@ -302,7 +302,7 @@ def _list(request: HttpRequest) -> HttpResponse:
     count = rows.count()
     start = (page - 1) * per_page
     found = list(rows.order_by("-created", "-id")[start : start + per_page]) if count else []
-    return _json(
+    return json_response(
         {
             "count": count,
             "page": page,
