@@ -1,0 +1,644 @@
+"""Shaping stored rows into what the pages show.
+
+Theory of operation: a capture can hold 100k frames and a call 100k argument
+fragments, so a page never reads "all of" anything.  Frames are read one page
+at a time by number range (the (capture, number) unique index, never OFFSET),
+fragments likewise by seq range, and long texts (a frame's raw text, the
+assembled text, the lenient calls' arguments) arrive already cut in the
+database (`Substr`).  A shown call's arguments text is read once, whole: the
+text-so-far windows and the pretty-printed arguments are cut from it.  A
+capture's raw bytes and its result documents are read only by the download
+views.  Every function here issues a fixed number of queries, whatever the
+size.
+
+Stream content is untrusted: the only markup built here goes through
+`format_html`, which escapes every argument.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Length, Substr
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from inspector.assembly import DROP_REASONS, REFUSAL_CODES
+
+from .models import Assembly, Call, Capture, Fragment, Frame
+
+FRAMES_PER_PAGE = 100
+FRAGMENTS_PER_PAGE = 100
+CALLS_PER_PAGE = 10
+STATE_CALLS = 20  # calls shown in the "state at frame n" panel
+LENIENT_CALLS = 20  # calls of the lenient assembly listed where policies disagree
+WINDOW = 300  # characters of text so far shown before a fragment
+FRAGMENT_SHOWN = 2000  # a longer fragment is shown cut in its middle
+RAW_SHOWN = 2000  # characters of a frame's raw text shown in the frames table
+TEXT_SHOWN = 4000  # characters of the assembled text shown
+PRETTY_MAX = 200_000  # arguments longer than this are not pretty-printed
+PRETTY_SHOWN = 20_000  # characters of pretty-printed arguments shown
+TIMELINE_SHOWN = 60  # identity timeline rows shown per call
+
+# What the pages read of a capture: everything but the raw bytes and any
+# large field added later.
+CAPTURE_FIELDS = (
+    "id",
+    "slug",
+    "title",
+    "source",
+    "input_format",
+    "stream_format",
+    "group",
+    "har_entry",
+    "source_url",
+    "model",
+    "provider",
+    "created",
+    "byte_size",
+    "frame_count",
+    "outcome",
+    "refusal_code",
+    "lenient_outcome",
+)
+
+EVENT_LABELS = {
+    "toolcall_start": ("started", "ok"),
+    "settled": ("settled: the arguments' root object closed", "ok"),
+    "toolcall_end": ("ended: every call passed its checks", "ok"),
+    "index_reused": ("index reused: a new id on an index another call holds", "warn"),
+    "index_changed": (
+        "index changed: a later delta sent another index (the first is kept)",
+        "warn",
+    ),
+    "guessed_continuation": ("continuation guessed (lenient)", "warn"),
+    "arguments_not_string": ("arguments were not a string (serialised as JSON)", "warn"),
+}
+
+
+# --- pages -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pager:
+    """One page of a numbered sequence, 1-based."""
+
+    number: int
+    per_page: int
+    total: int
+
+    @property
+    def count(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+    @property
+    def start(self) -> int:
+        """First item (0-based) on this page."""
+        return (self.number - 1) * self.per_page
+
+    @property
+    def stop(self) -> int:
+        return min(self.start + self.per_page, self.total)
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        return self.number < self.count
+
+    @property
+    def previous(self) -> int:
+        return self.number - 1
+
+    @property
+    def next(self) -> int:
+        return self.number + 1
+
+
+def pager(requested: Any, per_page: int, total: int) -> Pager:
+    """The page asked for, clamped to the pages there are."""
+    try:
+        number = int(requested)
+    except (TypeError, ValueError):
+        number = 1
+    last = max(1, -(-total // per_page))
+    return Pager(min(max(number, 1), last), per_page, total)
+
+
+def page_holding(item: int, per_page: int) -> int:
+    return item // per_page + 1
+
+
+# --- the capture and its assemblies ------------------------------------------------------
+
+
+def get_capture(slug: str) -> Capture:
+    return get_object_or_404(Capture.objects.only(*CAPTURE_FIELDS), slug=slug)
+
+
+def assemblies(capture: Capture) -> dict[str, Assembly]:
+    """Both policies' assemblies, without their result documents, one query."""
+    call_count = (
+        Call.objects.filter(assembly=OuterRef("pk"))
+        .order_by()
+        .values("assembly")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    rows = (
+        Assembly.objects.filter(capture=capture)
+        .defer("result_json", "text")
+        .annotate(
+            text_head=Substr("text", 1, TEXT_SHOWN),
+            text_length=Length("text"),
+            call_count=Coalesce(Subquery(call_count), 0),
+        )
+    )
+    return {row.policy: row for row in rows}
+
+
+def usage_items(usage: Any) -> list[tuple[str, str]]:
+    if not isinstance(usage, dict):
+        return []
+    items = []
+    for key, value in usage.items():
+        shown = value if isinstance(value, int | float | str) else json.dumps(value)
+        items.append((str(key), str(shown)))
+    return items
+
+
+# --- frames ------------------------------------------------------------------------------
+
+
+@dataclass
+class FrameRow:
+    number: int
+    kind: str
+    time: str
+    raw: str
+    raw_cut: int  # characters not shown
+    calls: list[dict[str, Any]]
+    marks: list[tuple[str, str]]  # (mark, tone)
+    classes: str
+    focus: bool
+    permalink: str
+
+
+def mark_tone(mark: str) -> str:
+    if mark in REFUSAL_CODES:
+        return "refusal"
+    if mark in DROP_REASONS:
+        return "dropped"
+    return "anomaly"
+
+
+def frame_total(capture: Capture) -> int:
+    """How many frames the capture holds.  A live capture's count is only
+    written when it closes, so its frames are counted (one indexed query)."""
+    if capture.outcome != Capture.Outcome.LIVE:
+        return capture.frame_count
+    last = Frame.objects.filter(capture=capture).aggregate(last=Max("number"))["last"]
+    return 0 if last is None else last + 1
+
+
+def load_frames(capture: Capture, page: Pager) -> list[Frame]:
+    """One page of frames by number range; raw text cut in the database."""
+    return list(
+        Frame.objects.filter(capture=capture, number__gte=page.start, number__lt=page.stop)
+        .order_by("number")
+        .only("number", "kind", "arrived_ms", "calls", "marks")
+        .annotate(raw_head=Substr("raw", 1, RAW_SHOWN), raw_length=Length("raw"))
+    )
+
+
+def frame_rows(
+    capture: Capture, frames: list[Frame], *, focus: int | None, call_link
+) -> list[FrameRow]:
+    rows = []
+    for frame in frames:
+        marks = [(mark, mark_tone(mark)) for mark in frame.marks]
+        tones = {tone for _, tone in marks}
+        classes = [f"kind-{frame.kind}"] + [f"is-{tone}" for tone in sorted(tones)]
+        if frame.number == focus:
+            classes.append("is-focus")
+        rows.append(
+            FrameRow(
+                number=frame.number,
+                kind=frame.kind,
+                time="" if frame.arrived_ms is None else f"{frame.arrived_ms:.1f} ms",
+                raw=frame.raw_head,
+                raw_cut=max(0, frame.raw_length - RAW_SHOWN),
+                calls=[{"position": p, "href": call_link(p)} for p in frame.calls],
+                marks=marks,
+                classes=" ".join(classes),
+                focus=frame.number == focus,
+                permalink=frame_permalink(capture.slug, frame.number),
+            )
+        )
+    return rows
+
+
+def frame_permalink(slug: str, number: int) -> str:
+    return reverse("frame", args=[slug, number]) + f"#f-{number}"
+
+
+# --- calls -------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineRow:
+    frame: int | None
+    last_frame: int | None
+    count: int
+    label: str
+    tone: str
+
+
+def timeline_rows(
+    timeline: list[dict[str, Any]], *, upto: int | None = None, refusal_message: str = ""
+) -> tuple[list[TimelineRow], int]:
+    """The call's identity timeline; a run of ignored repeats (`"id": ""`
+    in every delta, say) is folded into one row per field and value.  At
+    most TIMELINE_SHOWN rows, and how many were left out."""
+    rows: list[TimelineRow] = []
+    run: dict[tuple[str, str], TimelineRow] = {}  # the current run of ignored repeats
+    for entry in timeline:
+        frame = entry.get("frame")
+        if upto is not None and (frame is None or frame > upto):
+            continue
+        if entry.get("event") != "identity_ignored":
+            run = {}
+        else:
+            key = (str(entry.get("field")), json.dumps(entry.get("value")))
+            if key in run:
+                run[key].count += 1
+                run[key].last_frame = frame
+                continue
+        label, tone = timeline_label(entry, refusal_message)
+        rows.append(TimelineRow(frame, frame, 1, label, tone))
+        if entry.get("event") == "identity_ignored":
+            run[key] = rows[-1]
+    hidden = max(0, len(rows) - TIMELINE_SHOWN)
+    return rows[:TIMELINE_SHOWN], hidden
+
+
+def timeline_label(entry: dict[str, Any], refusal_message: str = "") -> tuple[str, str]:
+    event = entry.get("event", "")
+    field_name = entry.get("field", "")
+    value = entry.get("value")
+    if event == "identity":
+        return f"{field_name} established: {value}", "ok"
+    if event == "identity_ignored":
+        return f"{field_name} {json.dumps(value)} ignored (identity is never erased)", "muted"
+    if event == "refusal":
+        text = f"refused {value}"
+        return (f"{text}: {refusal_message}" if refusal_message else text), "bad"
+    if event in EVENT_LABELS:
+        return EVENT_LABELS[event]
+    return event, "muted"
+
+
+def identity_at(timeline: list[dict[str, Any]], upto: int | None = None) -> dict[str, Any]:
+    """The id and name a call held (and where each was established) by frame `upto`."""
+    held: dict[str, Any] = {"id": None, "id_frame": None, "name": None, "name_frame": None}
+    for entry in timeline:
+        frame = entry.get("frame")
+        if upto is not None and (frame is None or frame > upto):
+            continue
+        if entry.get("event") == "identity" and entry.get("field") in ("id", "name"):
+            if held[entry["field"]] is None:
+                held[entry["field"]] = entry.get("value")
+                held[entry["field"] + "_frame"] = frame
+    return held
+
+
+def json_state(fragment: Fragment) -> list[tuple[str, str]]:
+    """The scanner's state after a fragment, as (label, tone) chips."""
+    chips = []
+    if fragment.invalid_from is not None:
+        chips.append((f"invalid from offset {fragment.invalid_from}", "bad"))
+    if fragment.complete:
+        chips.append(("complete", "ok"))
+    else:
+        chips.append((f"depth {fragment.depth}", "muted"))
+        if fragment.in_string:
+            chips.append(("inside a string", "muted"))
+    return chips
+
+
+def cut_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\u2026[{len(text) - 2 * half} characters]\u2026{text[-half:]}"
+
+
+def text_so_far(arguments_text: str, offset: int, fragment: str) -> SafeString:
+    """The text up to and including a fragment: a window of WINDOW characters
+    before it, then the fragment in a <mark>, all escaped."""
+    start = max(0, offset - WINDOW)
+    ellipsis = "\u2026" if start > 0 else ""
+    return format_html(
+        '<span class="ellipsis">{}</span>{}<mark>{}</mark>',
+        ellipsis,
+        arguments_text[start:offset],
+        cut_middle(fragment, FRAGMENT_SHOWN),
+    )
+
+
+@dataclass
+class FragmentRow:
+    seq: int
+    frame: int
+    offset: int
+    length: int
+    fragment: str
+    so_far: SafeString
+    state: list[tuple[str, str]]
+    anchor: str
+    permalink: str
+    focus: bool
+
+
+@dataclass
+class CallCard:
+    call: Call
+    anchor: str
+    identity: dict[str, Any]
+    first_seen: int | None
+    timeline: list[TimelineRow]
+    timeline_hidden: int
+    final: str | None  # pretty-printed arguments
+    final_note: str
+    error: dict[str, Any] | None
+    error_context: SafeString | None
+    not_checked: str
+    is_refusal_call: bool
+    fragments: list[FragmentRow] = field(default_factory=list)
+    fragment_pager: Pager | None = None
+    fragment_links: dict[str, str] = field(default_factory=dict)
+
+
+def pretty_arguments(text: str) -> tuple[str, str]:
+    """Pretty-printed arguments of a call that passed, and a note when cut."""
+    if len(text) > PRETTY_MAX:
+        return cut_middle(text, PRETTY_SHOWN), f"{len(text)} characters, shown as received and cut"
+    try:
+        pretty = json.dumps(json.loads(text or "{}"), indent=2, ensure_ascii=False)
+    except ValueError:  # the strict parser accepted it; keep it as received
+        pretty = text
+    if len(pretty) > PRETTY_SHOWN:
+        return pretty[:PRETTY_SHOWN] + "\n\u2026", f"cut at {PRETTY_SHOWN} characters"
+    return pretty, ""
+
+
+def error_context(text: str, offset: Any) -> SafeString | None:
+    """The arguments around the offset where they stopped being one JSON object."""
+    if not isinstance(offset, int) or offset < 0:
+        return None
+    start = max(0, offset - WINDOW)
+    return format_html(
+        '<span class="ellipsis">{}</span>{}<mark class="bad">{}</mark>{}',
+        "\u2026" if start > 0 else "",
+        text[start:offset],
+        text[offset : offset + 1] or "\u2205",
+        text[offset + 1 : offset + 80],
+    )
+
+
+def call_cards(
+    capture: Capture,
+    strict: Assembly,
+    page: Pager,
+    *,
+    fragment_pages: dict[int, int],
+    focus: int | None,
+    link,
+) -> list[CallCard]:
+    """The call cards of one page of strict calls, each with one page of its
+    fragments: two queries whatever the number of calls or fragments."""
+    calls = list(
+        Call.objects.filter(assembly=strict, position__gte=page.start, position__lt=page.stop)
+        .order_by("position")
+        .defer("arguments")
+        .annotate(first_fragment_frame=Subquery(_first_fragment_frame()))
+    )
+    cards = [call_card(capture, strict, call) for call in calls]
+    pagers = {
+        card.call.pk: pager(
+            fragment_pages.get(card.call.position, 1), FRAGMENTS_PER_PAGE, card.call.fragment_count
+        )
+        for card in cards
+    }
+    condition = Q(pk__in=[])
+    for call_pk, fragment_pager in pagers.items():
+        condition |= Q(call_id=call_pk, seq__gte=fragment_pager.start, seq__lt=fragment_pager.stop)
+    by_call: dict[int, list[Fragment]] = {}
+    for fragment in Fragment.objects.filter(condition).order_by("call_id", "seq"):
+        by_call.setdefault(fragment.call_id, []).append(fragment)
+    for card in cards:
+        card.fragment_pager = pagers[card.call.pk]
+        card.fragment_links = link(card.call.position, card.fragment_pager)
+        card.fragments = [
+            fragment_row(capture, card, fragment, focus)
+            for fragment in by_call.get(card.call.pk, [])
+        ]
+    return cards
+
+
+def _first_fragment_frame():
+    """For a call (OuterRef), the frame of its first fragment."""
+    return Fragment.objects.filter(call=OuterRef("pk")).order_by("seq").values("frame")[:1]
+
+
+def first_seen(call: Call) -> int | None:
+    """The frame where a call was first seen: when it started, or earlier
+    when its arguments came before its id and name."""
+    frames = [f for f in (call.started_frame, call.first_fragment_frame) if f is not None]
+    return min(frames, default=None)
+
+
+def call_card(capture: Capture, strict: Assembly, call: Call) -> CallCard:
+    is_refusal_call = strict.refusal_call == call.position
+    timeline, hidden = timeline_rows(
+        call.timeline, refusal_message=strict.refusal_message if is_refusal_call else ""
+    )
+    final = error = context = None
+    note = not_checked = ""
+    if call.invalid_at:
+        error = call.invalid_at
+        context = error_context(call.arguments_text, call.invalid_at.get("offset"))
+    elif strict.outcome == Capture.Outcome.OK:
+        final, note = pretty_arguments(call.arguments_text)
+    elif is_refusal_call:
+        not_checked = f"no final arguments: {strict.refusal_message}"
+    elif strict.outcome == Capture.Outcome.REFUSED:
+        not_checked = (
+            f"not checked: the stream was refused ({strict.refusal_code}) "
+            "before every call passed its checks"
+        )
+    else:
+        not_checked = "not checked yet: the stream is still being captured"
+    return CallCard(
+        call=call,
+        anchor=f"call-{call.position}",
+        identity=identity_at(call.timeline),
+        first_seen=first_seen(call),
+        timeline=timeline,
+        timeline_hidden=hidden,
+        final=final,
+        final_note=note,
+        error=error,
+        error_context=context,
+        not_checked=not_checked,
+        is_refusal_call=is_refusal_call,
+    )
+
+
+def fragment_anchor(position: int, seq: int) -> str:
+    return f"frag-{position}-{seq}"
+
+
+def fragment_permalink(slug: str, position: int, seq: int, frame: int) -> str:
+    calls_page = page_holding(position, CALLS_PER_PAGE)
+    query = f"?calls={calls_page}" if calls_page > 1 else ""
+    return reverse("frame", args=[slug, frame]) + query + "#" + fragment_anchor(position, seq)
+
+
+def fragment_row(
+    capture: Capture, card: CallCard, fragment: Fragment, focus: int | None
+) -> FragmentRow:
+    position = card.call.position
+    return FragmentRow(
+        seq=fragment.seq,
+        frame=fragment.frame,
+        offset=fragment.offset,
+        length=len(fragment.text),
+        fragment=cut_middle(fragment.text, FRAGMENT_SHOWN),
+        so_far=text_so_far(card.call.arguments_text, fragment.offset, fragment.text),
+        state=json_state(fragment),
+        anchor=fragment_anchor(position, fragment.seq),
+        permalink=fragment_permalink(capture.slug, position, fragment.seq, fragment.frame),
+        focus=fragment.frame == focus,
+    )
+
+
+# --- the state at one frame --------------------------------------------------------------
+
+
+@dataclass
+class CallState:
+    position: int
+    identity: dict[str, Any]
+    index: int | None
+    events: list[TimelineRow]
+    events_hidden: int
+    touched_here: bool
+    fragments_so_far: int
+    length_so_far: int
+    so_far: SafeString | None
+    state: list[tuple[str, str]]
+    last_fragment_frame: int | None
+    last_seq: int | None
+    href: str
+
+
+def state_at(
+    capture: Capture, strict: Assembly, n: int, touched: list[int], call_link
+) -> tuple[list[CallState], bool]:
+    """Each call touched at or before frame n as it stood after frame n: two
+    queries.  Returns the states and whether more calls were left out."""
+    last_fragment = (
+        Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n)
+        .order_by("-frame", "-seq")
+        .values("pk")[:1]
+    )
+    calls = list(
+        Call.objects.filter(assembly=strict)
+        .annotate(
+            first_fragment_frame=Subquery(_first_fragment_frame()),
+            last_fragment_pk=Subquery(last_fragment),
+        )
+        .filter(Q(started_frame__lte=n) | Q(first_fragment_frame__lte=n))
+        .defer("arguments")
+        .order_by("position")[: STATE_CALLS + 1]
+    )
+    more = len(calls) > STATE_CALLS
+    calls = calls[:STATE_CALLS]
+    pks = [call.last_fragment_pk for call in calls if call.last_fragment_pk is not None]
+    fragments = {fragment.pk: fragment for fragment in Fragment.objects.filter(pk__in=pks)}
+    states = []
+    for call in calls:
+        fragment = fragments.get(call.last_fragment_pk)
+        events, hidden = timeline_rows(call.timeline, upto=n)
+        end = fragment.offset + len(fragment.text) if fragment else 0
+        states.append(
+            CallState(
+                position=call.position,
+                identity=identity_at(call.timeline, n),
+                index=call.index,
+                events=events,
+                events_hidden=hidden,
+                touched_here=call.position in touched,
+                fragments_so_far=fragment.seq + 1 if fragment else 0,
+                length_so_far=end,
+                so_far=(
+                    text_so_far(call.arguments_text, fragment.offset, fragment.text)
+                    if fragment
+                    else None
+                ),
+                state=json_state(fragment) if fragment else [],
+                last_fragment_frame=fragment.frame if fragment else None,
+                last_seq=fragment.seq if fragment else None,
+                href=call_link(call.position),
+            )
+        )
+    return states, more
+
+
+# --- where the policies disagree ---------------------------------------------------------
+
+
+@dataclass
+class LenientCall:
+    position: int
+    call_id: str
+    name: str
+    arguments: str
+    arguments_cut: int
+    invalid_at: dict[str, Any] | None
+    guessed_frames: list[int]
+
+
+def lenient_calls(lenient: Assembly) -> list[LenientCall]:
+    calls = (
+        Call.objects.filter(assembly=lenient)
+        .order_by("position")
+        .only("position", "call_id", "name", "invalid_at", "timeline")
+        .annotate(
+            args_head=Substr("arguments_text", 1, WINDOW), args_length=Length("arguments_text")
+        )[:LENIENT_CALLS]
+    )
+    return [
+        LenientCall(
+            position=call.position,
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.args_head,
+            arguments_cut=max(0, call.args_length - WINDOW),
+            invalid_at=call.invalid_at,
+            guessed_frames=[
+                entry["frame"]
+                for entry in call.timeline
+                if entry.get("event") == "guessed_continuation"
+            ],
+        )
+        for call in calls
+    ]

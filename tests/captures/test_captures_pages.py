@@ -1,0 +1,473 @@
+"""The pages: capture list, upload form, capture page, downloads; escaping of
+stream content, and query counts that do not grow with a capture's size."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from inspector.captures import models
+from inspector.captures import views as capture_views
+from inspector.captures.intake import store_upload
+from inspector.captures.store import store_stream
+
+pytestmark = pytest.mark.django_db
+
+DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
+DONE = "data: [DONE]\n\n"
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
+
+
+def tool(index: int = 0, id: str | None = None, name: str | None = None, args: str | None = None):
+    entry: dict[str, Any] = {"index": index}
+    if id is not None:
+        entry["id"] = id
+    function: dict[str, Any] = {}
+    if name is not None:
+        function["name"] = name
+    if args is not None:
+        function["arguments"] = args
+    entry["function"] = function
+    return entry
+
+
+def chunk(*tools: dict, content: str | None = None, finish: str | None = None, usage=None):
+    delta: dict[str, Any] = {}
+    if content is not None:
+        delta["content"] = content
+    if tools:
+        delta["tool_calls"] = list(tools)
+    payload: dict[str, Any] = {
+        "id": "chatcmpl-pages",
+        "object": "chat.completion.chunk",
+        "model": "gpt-pages",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage is not None:
+        payload["usage"] = usage
+    return payload
+
+
+def sse(*items: Any) -> bytes:
+    return "".join(
+        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
+        for item in items
+    ).encode()
+
+
+def long_stream(fragments: int) -> bytes:
+    """One call whose arguments arrive in `fragments` frames (+3 frames)."""
+    items: list[Any] = [chunk(tool(0, "call_long", "write_file", '{"content": "'))]
+    items += [chunk(tool(0, args=f"line {i}\\n")) for i in range(fragments)]
+    items += [chunk(tool(0, args='"}'), finish="tool_calls"), DONE]
+    return sse(*items)
+
+
+def demo(name: str, title: str = "") -> models.Capture:
+    (capture,) = store_upload((DEMO / name).read_bytes(), name=name, title=title or name)
+    return capture
+
+
+def html(response) -> str:
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def row(page: str, element_id: str) -> str:
+    """The opening tag and content of the <tr> with this id."""
+    match = re.search(rf'<tr id="{element_id}"[^>]*>.*?</tr>', page, re.S)
+    assert match, f"no row {element_id}"
+    return match.group(0)
+
+
+# --- the list ----------------------------------------------------------------------------
+
+
+def test_list_shows_each_capture_with_outcome_refusal_model_frames_and_age(client):
+    ok = demo("parallel_calls_ok.sse", "parallel")
+    refused = demo("ambiguous_continuation.sse", "ambiguous")
+    page = html(client.get(reverse("capture-list")))
+    assert f'href="{ok.get_absolute_url()}"' in page
+    assert f'href="{refused.get_absolute_url()}"' in page
+    assert "AMBIGUOUS_CONTINUATION" in page
+    assert "lenient: ok" in page  # the policies disagree on this one
+    assert "gpt-4o-mini-2024-07-18" in page
+    assert f'<td class="num">{refused.frame_count}</td>' in page
+    assert "minutes ago" in page
+
+
+def test_list_filters_by_outcome_refusal_model_and_title(client):
+    demo("parallel_calls_ok.sse", "parallel calls")
+    demo("ambiguous_continuation.sse", "ambiguous one")
+    demo("identity_conflict.sse", "renamed call")
+    store_stream(sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title="chat")
+
+    def titles(**params) -> set[str]:
+        page = html(client.get(reverse("capture-list"), params))
+        return set(re.findall(r'<td class="title"><a [^>]*>([^<]*)</a>', page))
+
+    assert titles() == {"parallel calls", "ambiguous one", "renamed call", "chat"}
+    assert titles(outcome="ok") == {"parallel calls", "chat"}
+    assert titles(outcome="refused", refusal="IDENTITY_CONFLICT") == {"renamed call"}
+    assert titles(model="gpt-pages") == {"chat"}
+    assert titles(q="CALL") == {"parallel calls", "renamed call"}
+    assert titles(outcome="refused", q="parallel") == set()
+
+
+def test_list_is_paged(client, monkeypatch):
+    monkeypatch.setattr(capture_views, "CAPTURES_PER_PAGE", 2)
+    for number in range(5):
+        store_stream(
+            sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title=f"c{number}"
+        )
+    first = html(client.get(reverse("capture-list")))
+    assert "page 1 of 3" in first and "c4" in first and "c2" not in first
+    last = html(client.get(reverse("capture-list"), {"page": 3, "outcome": "ok"}))
+    assert "c0" in last and "c4" not in last
+    assert "outcome=ok&amp;page=2" in last  # filters survive paging
+
+
+def test_empty_list_points_to_upload(client):
+    page = html(client.get(reverse("capture-list")))
+    assert "No captures yet" in page and f'href="{reverse("upload")}"' in page
+
+
+# --- upload ------------------------------------------------------------------------------
+
+
+def post_upload(client, **data):
+    return client.post(reverse("upload"), {"format": "auto", **data})
+
+
+def test_upload_form_offers_a_file_pasted_text_and_a_format(client):
+    page = html(client.get(reverse("upload")))
+    assert 'type="file"' in page and "<textarea" in page
+    for value in ("auto", "sse", "jsonl", "har"):
+        assert f'value="{value}"' in page
+
+
+def test_uploading_a_file_lands_on_its_capture_page(client):
+    with open(DEMO / "invalid_arguments.sse", "rb") as stream:
+        response = post_upload(client, file=stream, title="from the form")
+    capture = models.Capture.objects.get()
+    assert response.status_code == 302 and response["Location"] == capture.get_absolute_url()
+    assert capture.title == "from the form" and capture.refusal_code == "INVALID_ARGUMENTS"
+    assert bytes(capture.raw) == (DEMO / "invalid_arguments.sse").read_bytes()
+
+
+def test_pasted_text_in_a_chosen_format_is_stored_as_is(client):
+    text = orjson.dumps(chunk(content="hello", finish="stop")).decode() + "\n[DONE]\n"
+    response = client.post(reverse("upload"), {"format": "jsonl", "text": text})
+    capture = models.Capture.objects.get()
+    assert response.status_code == 302
+    assert capture.input_format == "jsonl" and capture.outcome == "ok"
+    assert bytes(capture.raw) == text.encode()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"text": "hello there"}, "can&#x27;t tell the format"),
+        ({"text": "{not json", "format": "har"}, "HAR is not valid JSON"),
+        ({}, "Choose a file or paste a stream."),
+    ],
+)
+def test_bad_input_is_an_error_on_the_form_and_stores_nothing(client, data, message):
+    response = client.post(reverse("upload"), {"format": "auto", **data})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert 'role="alert"' in page and "Nothing was stored." in page and message in page
+    assert models.Capture.objects.count() == 0
+
+
+def test_a_file_and_text_together_are_refused(client):
+    with open(DEMO / "cut_connection.sse", "rb") as stream:
+        response = post_upload(client, file=stream, text="data: [DONE]\n\n")
+    assert response.status_code == 400 and "not both" in response.content.decode()
+    assert models.Capture.objects.count() == 0
+
+
+def test_too_large_an_upload_is_an_error_on_the_form(client, settings):
+    settings.INSPECTOR_MAX_UPLOAD_BYTES = 100
+    with open(DEMO / "cut_connection.sse", "rb") as stream:
+        response = post_upload(client, file=stream)
+    assert response.status_code == 400 and "the limit is 100" in response.content.decode()
+    response = post_upload(client, text="data: [DONE]\n\n" * 20)
+    assert response.status_code == 400 and "the limit is 100" in response.content.decode()
+    assert models.Capture.objects.count() == 0
+
+
+def har(*bodies: bytes | None) -> bytes:
+    """A HAR whose event-stream responses have these bodies (None: a broken one)."""
+    entries = []
+    for number, body in enumerate(bodies):
+        content: dict[str, Any] = {"mimeType": "text/event-stream"}
+        if body is None:
+            content["text"] = 12  # not a string: the HAR can't be read
+        else:
+            content |= {"text": base64.b64encode(body).decode(), "encoding": "base64"}
+        entries.append(
+            {
+                "request": {"url": f"https://api.example.com/v1/chat/completions?n={number}"},
+                "response": {"status": 200, "content": content},
+            }
+        )
+    return orjson.dumps({"log": {"version": "1.2", "entries": entries}})
+
+
+def test_a_har_with_several_streams_makes_several_captures_all_linked(client):
+    ok = (DEMO / "parallel_calls_ok.sse").read_bytes()
+    refused = (DEMO / "identity_conflict.sse").read_bytes()
+    response = client.post(
+        reverse("upload"), {"format": "auto", "text": har(ok, refused).decode(), "title": "session"}
+    )
+    captures = list(models.Capture.objects.order_by("har_entry"))
+    assert len(captures) == 2 and captures[0].group == captures[1].group != ""
+    assert response.status_code == 302
+    page = html(client.get(response["Location"]))
+    assert "These captures came from one HAR upload (2 streams)" in page
+    for capture in captures:
+        assert f'href="{capture.get_absolute_url()}"' in page
+    assert "session [stream 1 of 2]" in page and "session [stream 2 of 2]" in page
+
+
+def test_a_har_with_one_broken_stream_stores_none_of_them(client):
+    ok = (DEMO / "parallel_calls_ok.sse").read_bytes()
+    response = client.post(reverse("upload"), {"format": "har", "text": har(ok, None).decode()})
+    assert response.status_code == 400
+    assert models.Capture.objects.count() == 0
+
+
+# --- the capture page --------------------------------------------------------------------
+
+
+def test_header_shows_outcome_refusal_finish_reason_and_usage(client):
+    capture = demo("invalid_arguments.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert '<span class="refusal-code">INVALID_ARGUMENTS</span>' in page
+    assert "arguments of call #0 are not one JSON object" in page
+    frame_link = reverse("frame", args=[capture.slug, 4]) + "#f-4"
+    assert f'href="{frame_link}" class="refusal-frame-link">frame 4</a>' in page
+    assert "not retryable" in page
+    assert '<dd class="mono">tool_calls</dd>' in page
+    assert "strict policy; lenient agrees" in page
+
+    ok = demo("parallel_calls_ok.sse")
+    page = html(client.get(ok.get_absolute_url()))
+    assert "prompt_tokens 84" in page and "total_tokens 125" in page
+    assert "Checking the weather and the local time." in page
+    assert "refusal-code" not in page
+
+
+def test_where_policies_disagree_both_outcomes_are_shown(client):
+    capture = demo("ambiguous_continuation.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert "Strict and lenient disagree on this stream." in page
+    disagree = page[page.index('<div class="disagree"') :]
+    disagree = disagree[: disagree.index("</div>")]
+    assert 'strict: <span class="badge outcome-refused">refused</span>' in disagree
+    assert 'lenient: <span class="badge outcome-ok">ok</span>' in disagree
+    # What lenient made of it: the guessed continuation's frame is linked.
+    assert "/var/log/syslog" in disagree and "/etc/hosts" in disagree
+    assert reverse("frame", args=[capture.slug, 3]) + "#f-3" in disagree
+
+
+def test_identity_timeline_shows_establishment_ignored_repeats_and_the_conflict(client):
+    capture = demo("identity_conflict.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    card = page[page.index('id="call-0"') :]
+    assert "id established: call_file" in card and "name established: read_file" in card
+    assert "id &quot;&quot; ignored" in card and "name null ignored" in card
+    assert "refused IDENTITY_CONFLICT: call &#x27;call_file&#x27; is named" in card
+    assert "later delta names it &#x27;write_file&#x27;" in card
+
+
+def test_ignored_repeats_are_folded_into_one_row(client):
+    blank = {"index": 0, "id": "", "function": {"name": ""}}
+    stream = sse(
+        chunk(tool(0, "call_A", "read", "{")),
+        *[chunk(blank) for _ in range(40)],
+        chunk(tool(0, args="}"), finish="tool_calls"),
+        DONE,
+    )
+    capture = store_stream(stream, stream_format="sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert page.count("id &quot;&quot; ignored") == 1
+    assert page.count("name &quot;&quot; ignored") == 1
+    assert page.count('<span class="chip">×40</span>') == 2
+
+
+def test_index_changes_are_in_the_timeline(client):
+    stream = sse(
+        chunk(tool(0, "call_A", "read", '{"a":')),
+        chunk({"index": 1, "id": "call_A", "function": {"arguments": "1}"}}),
+        chunk(finish="tool_calls"),
+        DONE,
+    )
+    capture = store_stream(stream, stream_format="sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert "index changed" in page
+
+
+def test_argument_evolution_has_a_row_per_fragment_with_text_so_far_and_state(client):
+    capture = demo("invalid_arguments.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    first = row(page, "frag-0-0")
+    assert "{&quot;sql&quot;: &quot;SELECT name FROM users</pre>" in first  # the fragment
+    assert "<mark>{&quot;sql&quot;: &quot;SELECT name FROM users</mark>" in first
+    assert "depth 1" in first and "inside a string" in first
+    third = row(page, "frag-0-2")
+    assert re.search(r'<td class="n"><a href="[^"]*#f-4">4</a></td>', third)  # its frame
+    assert "&quot;params&quot;: [7, <mark>8}</mark>" in third
+    assert "invalid from offset 68" in third
+    # The parse error, with the offending character marked.
+    assert "Not one JSON object: &#x27;}&#x27; does not close &#x27;[&#x27; at offset 68" in page
+    assert '<mark class="bad">}</mark>' in page
+
+
+def test_final_arguments_are_pretty_printed(client):
+    capture = demo("parallel_calls_ok.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert '<pre class="json">{\n  &quot;city&quot;: &quot;Paris&quot;,\n' in page
+    assert "arguments parsed" in page
+
+
+def test_text_so_far_is_a_bounded_window(client):
+    capture = store_stream(long_stream(400), stream_format="sse")
+    page = html(client.get(capture.get_absolute_url(), {"call": 0, "frag": 4}))
+    last = row(page, "frag-0-399")
+    so_far = re.search(r'<td class="so-far"><pre>(.*?)</pre>', last, re.S).group(1)
+    assert so_far.startswith('<span class="ellipsis">…</span>')
+    assert so_far.endswith("<mark>line 398\\n</mark>")
+    assert 300 < len(so_far) < 450
+
+
+def test_frames_table_marks_dropped_and_anomalous_frames(client):
+    stream = sse(
+        chunk(tool(0, "call_A", "read", '{"p":')),  # 0
+        chunk(tool(0, "call_B", "stat", '{"q":')),  # 1: index_reused
+        chunk(tool(3)),  # 2: dropped, empty_delta
+        chunk(tool(0, "call_A", args="1}")),  # 3
+        chunk(tool(0, "call_B", args="2}"), finish="tool_calls"),  # 4
+        DONE,
+    )
+    capture = store_stream(stream, stream_format="sse")
+    page = html(client.get(capture.get_absolute_url()))
+    assert 'class="kind-chunk is-anomaly"' in row(page, "f-1")
+    assert '<span class="mark mark-anomaly">index_reused</span>' in row(page, "f-1")
+    assert 'class="kind-chunk is-dropped"' in row(page, "f-2")
+    assert '<span class="mark mark-dropped">empty_delta</span>' in row(page, "f-2")
+    assert '<a href="#call-0">#0</a>' in row(page, "f-3")  # which call it touched
+    assert 'class="kind-done"' in row(page, "f-5")
+
+
+def test_the_refusing_frame_is_highlighted(client):
+    capture = demo("ambiguous_continuation.sse")
+    page = html(client.get(capture.get_absolute_url()))
+    refusing = row(page, "f-3")
+    assert "is-refusal" in refusing
+    assert '<span class="mark mark-refusal">AMBIGUOUS_CONTINUATION</span>' in refusing
+
+
+def test_stream_content_stays_text(client):
+    stream = sse(
+        chunk(content=XSS),
+        chunk(tool(0, XSS, XSS, '{"html": "' + XSS.replace('"', '\\"') + '"}')),
+        chunk(tool(0, XSS, args=""), finish="tool_calls"),
+        DONE,
+    )
+    capture = store_stream(stream, stream_format="sse", title=XSS)
+    for url in (
+        capture.get_absolute_url(),
+        reverse("frame", args=[capture.slug, 1]),
+        reverse("capture-list"),
+    ):
+        page = html(client.get(url))
+        assert "<script>window" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in page
+
+
+def test_downloads_give_the_stream_as_received_and_the_result_json(client):
+    data = (DEMO / "ambiguous_continuation.sse").read_bytes()
+    (capture,) = store_upload(data, name="a.sse")
+    raw = client.get(reverse("capture-raw", args=[capture.slug]))
+    assert raw.status_code == 200 and raw.content == data
+    assert f'filename="{capture.slug}.sse"' in raw["Content-Disposition"]
+    result = client.get(reverse("capture-result", args=[capture.slug]))
+    assert result["Content-Type"] == "application/json"
+    assert orjson.loads(result.content)["refusal"]["code"] == "AMBIGUOUS_CONTINUATION"
+    lenient = client.get(reverse("capture-result", args=[capture.slug]), {"policy": "lenient"})
+    assert orjson.loads(lenient.content)["outcome"] == "ok"
+    assert (
+        client.get(reverse("capture-result", args=[capture.slug]), {"policy": "x"}).status_code
+        == 404
+    )
+    assert client.get(reverse("capture-raw", args=["nope"])).status_code == 404
+
+
+def test_unknown_capture_is_404(client):
+    assert client.get(reverse("capture", args=["no-such-slug"])).status_code == 404
+
+
+# --- large captures ----------------------------------------------------------------------
+
+PAGE_QUERIES = 8  # capture, assemblies, frames, calls, fragments, lenient calls, state (2)
+
+
+@pytest.mark.parametrize("fragments", [3, 5000])
+def test_capture_page_queries_do_not_grow_with_the_capture(
+    client, django_assert_max_num_queries, fragments
+):
+    capture = store_stream(long_stream(fragments), stream_format="sse")
+    assert capture.frame_count == fragments + 3
+    urls = [
+        capture.get_absolute_url(),
+        capture.get_absolute_url() + "?page=3&call=0&frag=7",
+        reverse("frame", args=[capture.slug, capture.frame_count // 2]),
+        reverse("frame", args=[capture.slug, capture.frame_count - 1]),
+    ]
+    for url in urls:
+        with django_assert_max_num_queries(PAGE_QUERIES):
+            page = html(client.get(url))
+        assert page.count('<tr id="f-') <= 100
+        assert page.count('<tr id="frag-') <= 100
+        assert len(page) < 400_000
+
+
+def test_ambiguous_capture_page_stays_within_the_same_bound(client, django_assert_max_num_queries):
+    capture = demo("ambiguous_continuation.sse")  # disagreeing policies: one query more
+    for url in (capture.get_absolute_url(), reverse("frame", args=[capture.slug, 3])):
+        with django_assert_max_num_queries(PAGE_QUERIES):
+            html(client.get(url))
+
+
+def test_list_queries_do_not_grow_with_the_number_of_captures(
+    client, django_assert_max_num_queries
+):
+    for number in range(30):
+        store_stream(
+            sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title=str(number)
+        )
+    with django_assert_max_num_queries(3):
+        html(client.get(reverse("capture-list")))
+
+
+def test_pages_never_read_raw_bytes_or_result_documents(client):
+    capture = demo("ambiguous_continuation.sse")
+    with CaptureQueriesContext(connection) as queries:
+        html(client.get(capture.get_absolute_url()))
+        html(client.get(reverse("frame", args=[capture.slug, 3])))
+        html(client.get(reverse("capture-list")))
+    sql = " ".join(query["sql"] for query in queries.captured_queries)
+    assert '"captures_capture"."raw"' not in sql
+    assert "result_json" not in sql
+    cut = re.sub(r'(SUBSTR|SUBSTRING|LENGTH)\("captures_frame"\."raw"', "", sql)
+    assert '"captures_frame"."raw"' not in cut
