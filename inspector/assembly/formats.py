@@ -41,7 +41,7 @@ def detect_format(name: str | None, head: bytes) -> str:
         return HAR
     if text[:1] == b"{":
         return JSONL
-    if text[:8] == b"[DONE]" or text[:8] == b'"[DONE]"':
+    if text.startswith((b"[DONE]", b'"[DONE]"')):
         return JSONL
     raise UnreadableInput(
         "can't tell the format from the first bytes; pass --format sse, jsonl or har"

@@ -36,6 +36,20 @@ class Command(BaseCommand):
     # The command touches neither the database nor the URLs: skip the checks.
     requires_system_checks: list[str] = []
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
+        """A parser whose usage errors are one line on stderr and exit 2,
+        like every other input that can't be read."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+
+        def one_line_error(message: str) -> None:
+            if not parser.called_from_command_line:
+                raise CommandError(f"Error: {message}", returncode=UNREADABLE)
+            sys.stderr.write(f"assemble: {message}\n")
+            sys.exit(UNREADABLE)
+
+        parser.error = one_line_error
+        return parser
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="the stream file, or - for standard input")
         parser.add_argument(
