@@ -58,6 +58,11 @@ class Capture(models.Model):
     attempt = models.IntegerField(null=True, blank=True)
     retryable = models.BooleanField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # A capture made from another one (the minimizer's smallest failing stream).
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derivatives"
+    )
+    derivation = models.CharField(max_length=200, blank=True)  # e.g. "minimized: keeps X"
 
     class Meta:
         ordering = ["-created", "-id"]
