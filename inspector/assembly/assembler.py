@@ -125,7 +125,7 @@ class Assembler:
             if self.refusal is not None:
                 return
         finish = item.get("finish_reason")
-        if _usable_string(finish):
+        if type(finish) is str and finish:
             choice.finish_reason = finish
             self._event("finish", number, fields={"choice": index, "finish_reason": finish})
             if finish == "error":
@@ -136,20 +136,21 @@ class Assembler:
                 )
 
     def _delta(self, number: int, choice: Choice, delta: dict[str, Any]) -> None:
+        # `type(x) is str and x` is the hot path's inline form of _usable_string.
         content = delta.get("content")
         if type(content) is str and content:
             choice.text.append(content)
             self._event("text_delta", number, fields={"choice": choice.index, "delta": content})
         reasoning = delta.get("reasoning_content")
-        if not _usable_string(reasoning):
+        if not (type(reasoning) is str and reasoning):
             reasoning = delta.get("reasoning")
-        if _usable_string(reasoning):
+        if type(reasoning) is str and reasoning:
             choice.reasoning.append(reasoning)
             self._event(
                 "reasoning_delta", number, fields={"choice": choice.index, "delta": reasoning}
             )
         refusal_text = delta.get("refusal")
-        if _usable_string(refusal_text):
+        if type(refusal_text) is str and refusal_text:
             choice.refusal_text.append(refusal_text)
         entries = delta.get("tool_calls")
         if type(entries) is list:
@@ -165,21 +166,28 @@ class Assembler:
             self._anomaly("malformed_entry", number, choice=choice.index)
             return
         call_id = entry.get("id")
-        has_id = _usable_string(call_id)
+        if not (type(call_id) is str and call_id):
+            call_id = None
         function = entry.get("function")
-        if type(function) is not dict:
-            function = None
-        name = function.get("name") if function is not None else None
-        has_name = _usable_string(name)
+        if type(function) is dict:
+            name = function.get("name")
+            arguments = function.get("arguments")
+        else:
+            function = name = arguments = None
         index = entry.get("index")
         if type(index) is not int or index < 0:
             index = None
-        fragment, not_string = _fragment(function)
-        not_string_anomaly = self._anomaly("arguments_not_string", number) if not_string else None
+        not_string_anomaly = None
+        if type(arguments) is str:
+            fragment = arguments
+        elif arguments is None:
+            fragment = ""
+        else:
+            fragment = compact(arguments)
+            not_string_anomaly = self._anomaly("arguments_not_string", number)
 
-        target = self._resolve(
-            number, choice, call_id if has_id else None, has_name, index, fragment
-        )
+        has_name = type(name) is str and name != ""
+        target = self._resolve(number, choice, call_id, has_name, index, fragment)
         if target is None:
             return
         if not_string_anomaly is not None:
@@ -258,6 +266,12 @@ class Assembler:
         index: int | None,
     ) -> bool:
         """Establish id and name, note ignored ones; False on a conflict."""
+        if (
+            index == call.index
+            and "id" not in entry
+            and (function is None or "name" not in function)
+        ):
+            return True  # a plain continuation: nothing to establish or ignore
         call_id = entry.get("id")
         if _usable_string(call_id):
             if call.id is None:
@@ -456,16 +470,6 @@ class Assembler:
             call,
         )
         return False
-
-
-def _fragment(function: dict[str, Any] | None) -> tuple[str, bool]:
-    """The arguments fragment, and whether it had to be serialised."""
-    arguments = function.get("arguments") if function is not None else None
-    if type(arguments) is str:
-        return arguments, False
-    if arguments is None:
-        return "", False
-    return compact(arguments), True
 
 
 def _most_recent(candidates: list[Call]) -> Call:

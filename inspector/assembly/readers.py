@@ -42,7 +42,10 @@ class SSEReader:
     def _read(self, lines: list[str]) -> list[Frame]:
         frames = []
         for line in lines:
-            if line:
+            if line[:6] == "data: ":  # the common case, inline
+                self._raw.append(line)
+                self._data.append(line[6:])
+            elif line:
                 self._take_line(line)
             elif self._raw:
                 frame = self._end_block()

@@ -70,8 +70,11 @@ class ArgumentScanner:
     def feed(self, fragment: str) -> None:
         base = self.length
         self.length = base + len(fragment)
-        if self.invalid_at is None and fragment:
-            self._scan(fragment, base)
+        if self.invalid_at is not None or not fragment:
+            return
+        if self.in_string and not self.escape and '"' not in fragment and "\\" not in fragment:
+            return  # the same string goes on: nothing structural to see
+        self._scan(fragment, base)
 
     def _invalid(self, offset: int, reason: str) -> None:
         self.invalid_at = offset

@@ -13,6 +13,8 @@ from .har import read_har
 from .readers import JSONLReader, SSEReader
 from .result import Result
 
+FEED_SLICE = 16 * 1024
+
 
 class StreamAssembler:
     """One stream, one pass: `feed(bytes)` returns the frames those bytes
@@ -81,11 +83,12 @@ def assemble(
         fmt = detect_format(name, data)
     fmt, body = stream_bytes(data, fmt, entry)
     stream = StreamAssembler(fmt, (policy,))
-    if chunk_bytes is None or chunk_bytes >= len(body):
-        stream.feed(body)
-    else:
-        view = memoryview(body)
-        for start in range(0, len(body), chunk_bytes):
-            stream.feed(bytes(view[start : start + chunk_bytes]))
+    # Even a whole input is fed in slices: each slice's frames (and their
+    # parsed payloads) are dropped as soon as they are assembled, instead of
+    # all living at once and keeping the cyclic garbage collector busy.
+    step = chunk_bytes or FEED_SLICE
+    view = memoryview(body)
+    for start in range(0, len(body), step):
+        stream.feed(bytes(view[start : start + step]))
     stream.close()
     return stream.results[policy]
