@@ -48,3 +48,8 @@ test: $(STAMP)
 
 clean:
 	rm -rf test-results .pytest_cache .ruff_cache test_db.sqlite3
+
+# Speed benchmark of the tool-call assembler (bench/README.md); figures also go to bench-results/.
+.PHONY: bench
+bench:
+	$(PY) bench/assemble.py
