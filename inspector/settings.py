@@ -119,3 +119,25 @@ INSPECTOR_MAX_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_MAX_UPLOAD_BYTES", 20
 # Keep Django's request-body limit in line with it (small headroom for multipart/form fields).
 DATA_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES
+
+# --- Live capture: the recording proxy, guard mode, attempt groups ---------------------------
+# Named upstreams the proxy forwards to: "name=base_url,name=base_url" (base URLs end in /v1).
+# `POST /proxy/<name>/v1/chat/completions` goes to `<base_url>/chat/completions`.
+INSPECTOR_UPSTREAMS = os.environ.get("INSPECTOR_UPSTREAMS", "local=http://127.0.0.1:9100/v1")
+# Seconds to wait for an upstream: to connect, and between two reads of a response.
+INSPECTOR_UPSTREAM_CONNECT_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_CONNECT_TIMEOUT", 10))
+INSPECTOR_UPSTREAM_READ_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_READ_TIMEOUT", 300))
+# Extra request-body field names to strip before a request is stored (comma-separated).
+INSPECTOR_REDACT_FIELDS = [
+    f.strip() for f in os.environ.get("INSPECTOR_REDACT_FIELDS", "").split(",") if f.strip()
+]
+# Identical requests (model, messages, tools) within this many seconds of the group's last
+# attempt are attempts of one logical request.
+INSPECTOR_ATTEMPT_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_ATTEMPT_WINDOW_SECONDS", 600))
+# Guard mode: retries of a retryable refusal, and the first backoff (doubling each retry).
+INSPECTOR_GUARD_RETRIES = int(os.environ.get("INSPECTOR_GUARD_RETRIES", 2))
+INSPECTOR_GUARD_BACKOFF_SECONDS = float(os.environ.get("INSPECTOR_GUARD_BACKOFF_SECONDS", 0.5))
+
+# --- Minimizer ---------------------------------------------------------------------------------
+# Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).
+INSPECTOR_MINIMIZE_SECONDS = float(os.environ.get("INSPECTOR_MINIMIZE_SECONDS", 30))

@@ -1,0 +1,177 @@
+"""`manage.py minimize PATH`: the smallest stream that is still refused the same way.
+
+Progress goes to stderr (pass, tests run, current size), the minimized stream
+to stdout (or `--out FILE`).  `--export DIR --name NAME` also writes it as a
+regression case, `DIR/NAME.sse` and `DIR/NAME.expect.json`, in the shape of
+the conformance cases.
+
+Exit 0 when minimized (also when the time ran out: the stream found is still
+refused the same way, only maybe not minimal; stderr says so), 2 when the
+input can't be read or there is nothing to minimize (a stream that is not
+refused), with a one-line reason on stderr and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from inspector.assembly import AUTO, FORMATS, UnreadableInput, detect_format
+from inspector.minimize.export import NAME, case_files
+from inspector.minimize.stream import NothingToMinimize, Progress, minimize
+
+UNREADABLE = 2
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def _entry(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Minimize a refused stream (delta debugging over frames, tool-call entries and "
+        "argument fragments), keeping its strict refusal code."
+    )
+    requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+
+        def one_line_error(message: str) -> None:
+            if not parser.called_from_command_line:
+                raise CommandError(f"Error: {message}", returncode=UNREADABLE)
+            sys.stderr.write(f"minimize: {message}\n")
+            sys.exit(UNREADABLE)
+
+        parser.error = one_line_error
+        return parser
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="the stream file, or - for standard input")
+        parser.add_argument(
+            "--format",
+            default=AUTO,
+            choices=(AUTO, *FORMATS),
+            help="input format (default: by extension, else by the first bytes)",
+        )
+        parser.add_argument(
+            "--entry", type=_entry, default=0, help="which event stream of a HAR, counted from 0"
+        )
+        parser.add_argument(
+            "--seconds",
+            type=_seconds,
+            default=None,
+            help="time budget (default: the INSPECTOR_MINIMIZE_SECONDS setting)",
+        )
+        parser.add_argument("--out", default=None, help="write the stream here, not to stdout")
+        parser.add_argument(
+            "--export", default=None, metavar="DIR", help="also write NAME.sse + NAME.expect.json"
+        )
+        parser.add_argument("--name", default=None, help="the case name for --export")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    def handle(self, *args, **options) -> None:
+        path = options["path"]
+        name = options["name"]
+        if options["export"] is not None:
+            name = name or _default_name(path)
+            if not NAME.fullmatch(name):
+                raise CommandError(
+                    f"--name {name!r}: use letters, digits, '_', '-' and '.'",
+                    returncode=UNREADABLE,
+                )
+        elif name is not None:
+            raise CommandError("--name goes with --export DIR", returncode=UNREADABLE)
+        data = self._read(path)
+        fmt = options["format"]
+        seconds = options["seconds"] or float(settings.INSPECTOR_MINIMIZE_SECONDS)
+        try:
+            if fmt == AUTO:
+                fmt = detect_format(None if path == "-" else path, data)
+            found = minimize(
+                data,
+                fmt,
+                deadline_s=seconds,
+                entry=options["entry"],
+                progress=None if options["quiet"] else _print_progress,
+            )
+        except (UnreadableInput, NothingToMinimize) as error:
+            raise CommandError(str(error), returncode=UNREADABLE) from None
+
+        self._say(
+            f"minimized: keeps {found.target}: {found.original_bytes} -> {len(found.data)} bytes, "
+            f"{found.original_frames} -> {found.frames} frames, {found.tests_run} tests"
+            + (f"; time ran out after {seconds:g} s, maybe not minimal" if found.timed_out else "")
+        )
+        if options["export"] is not None:
+            folder = Path(options["export"])
+            about = (
+                f"Minimized from {Path(path).name if path != '-' else 'standard input'}: "
+                f"keeps {found.target}."
+            )
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                for file_name, content in case_files(
+                    found.data, found.fmt, name=name, about=about
+                ).items():
+                    (folder / file_name).write_bytes(content)
+            except OSError as error:
+                raise CommandError(
+                    f"can't write to {folder}: {error.strerror or error}", returncode=UNREADABLE
+                ) from None
+            self._say(f"exported: {folder / (name + '.sse')} and {name}.expect.json")
+        if options["out"]:
+            try:
+                Path(options["out"]).write_bytes(found.data)
+            except OSError as error:
+                raise CommandError(
+                    f"can't write {options['out']}: {error.strerror or error}",
+                    returncode=UNREADABLE,
+                ) from None
+        else:
+            sys.stdout.buffer.write(found.data)
+            sys.stdout.flush()
+
+    def _say(self, line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def _read(self, path: str) -> bytes:
+        if path == "-":
+            return sys.stdin.buffer.read()
+        try:
+            return Path(path).read_bytes()
+        except OSError as error:
+            raise CommandError(
+                f"can't read {path}: {error.strerror or error}", returncode=UNREADABLE
+            ) from None
+
+
+def _default_name(path: str) -> str:
+    stem = "stdin" if path == "-" else Path(path).name.split(".", 1)[0]
+    cleaned = "".join(
+        c if (c.isascii() and c.isalnum()) or c in "_-" else "_" for c in stem
+    ).lstrip("_-.")
+    return f"{cleaned or 'stream'}_minimized"
+
+
+def _print_progress(progress: Progress) -> None:
+    state = "done" if progress.done else "..."
+    sys.stderr.write(
+        f"minimize: round {progress.round} {progress.pass_name} {state} "
+        f"{progress.tests_run} tests, {progress.size} bytes, {progress.frames} frames\n"
+    )
+    sys.stderr.flush()

@@ -1,0 +1,71 @@
+"""The minimizer and the export, for stored captures: the only module of this
+package that touches the database.
+
+    derived = minimize_capture(capture)   # a new Capture, derived_from=capture
+    files = export_files(capture)         # {"NAME.sse": ..., "NAME.expect.json": ...}
+
+Both raise what the pure modules raise: `NothingToMinimize` (its subclass
+`NotRefused` for a capture whose strict outcome is ok) and `UnreadableInput`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+
+from inspector.assembly import STRICT
+from inspector.captures.models import Capture
+from inspector.captures.store import store_stream
+
+from .export import case_files
+from .stream import Predicate, minimize
+
+
+def minimize_capture(
+    capture: Capture,
+    seconds: float | None = None,
+    *,
+    target: Predicate | None = None,
+    keeps: str | None = None,
+) -> Capture:
+    """Minimize `capture.raw` (keeping its strict refusal, or `target`, named
+    `keeps`) and store the result as a new capture linked to the original."""
+    budget = float(settings.INSPECTOR_MINIMIZE_SECONDS if seconds is None else seconds)
+    found = minimize(
+        bytes(capture.raw), capture.stream_format, target=target, keeps=keeps, deadline_s=budget
+    )
+    kept = found.target if target is not None else (found.code or found.target)
+    return store_stream(
+        found.data,
+        stream_format=found.fmt,
+        input_format=found.fmt,
+        derived_from=capture,
+        derivation=f"minimized: keeps {kept}"[:200],
+        title=f"{capture.title or 'Untitled capture'} (minimized)",
+        source=capture.source,
+    )
+
+
+def case_name(capture: Capture) -> str:
+    """A file name for the capture's case: its title, made plain, or capture-ID."""
+    plain = re.sub(r"[^A-Za-z0-9_-]+", "_", capture.title or "").strip("_-")[:80]
+    return plain or f"capture-{capture.pk}"
+
+
+def export_files(
+    capture: Capture, *, name: str | None = None, policy: str = STRICT
+) -> dict[str, bytes]:
+    """The capture's stream as a regression case: `{NAME.sse, NAME.expect.json}`
+    (see `export.py`).  Works for any capture, minimized or not."""
+    name = name or case_name(capture)
+    about = f"Exported from Stream Inspector capture {capture.title or capture.pk!s}"
+    if capture.derivation:
+        about += f" ({capture.derivation})"
+    outcome = capture.outcome
+    about += f"; strict outcome {outcome}" + (
+        f" {capture.refusal_code}." if capture.refusal_code else "."
+    )
+    return case_files(
+        bytes(capture.raw), capture.stream_format, name=name, about=about, policy=policy
+    )
