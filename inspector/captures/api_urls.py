@@ -13,4 +13,5 @@ urlpatterns = [
         {"policy": "lenient"},
         name="api-capture-lenient",
     ),
+    path("captures/<str:slug>/lenses", api.capture_lenses_view, name="api-capture-lenses"),
 ]

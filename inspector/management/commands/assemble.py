@@ -2,6 +2,11 @@
 
 Exit 0 when the outcome is ok, 1 when refused, 2 when the input can't be read
 at all (then nothing on stdout and a one-line reason on stderr).
+
+`--lens NAME` prints instead what one client library would have assembled
+from the same frames (`inspector.lenses`) and where it parts from the
+assembler's result under `--policy`; it exits 0 whatever the outcome, 2 when
+the input can't be read.
 """
 
 from __future__ import annotations
@@ -11,8 +16,19 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inspector.assembly import AUTO, FORMATS, POLICIES, STRICT, UnreadableInput, assemble
+from inspector.assembly import (
+    AUTO,
+    FORMATS,
+    POLICIES,
+    STRICT,
+    UnreadableInput,
+    assemble,
+    detect_format,
+    stream_bytes,
+)
 from inspector.assembly.jsontext import dumps
+from inspector.lenses import LENSES, read_stream, run_lens
+from inspector.lenses.compare import divergences
 
 UNREADABLE = 2
 
@@ -69,10 +85,19 @@ class Command(BaseCommand):
             help="feed the input N bytes at a time (the result must not change)",
         )
         parser.add_argument("--indent", action="store_true", help="pretty-print the JSON")
+        parser.add_argument(
+            "--lens",
+            choices=tuple(LENSES),
+            default=None,
+            help="print what this client library would assemble from the same frames",
+        )
 
     def handle(self, *args, **options) -> None:
         path = options["path"]
         data = self._read(path)
+        if options["lens"]:
+            self._lens(data, None if path == "-" else path, options)
+            return
         try:
             result = assemble(
                 data,
@@ -88,6 +113,28 @@ class Command(BaseCommand):
         sys.stdout.flush()
         if result.refusal is not None:
             sys.exit(1)
+
+    def _lens(self, data: bytes, name: str | None, options: dict) -> None:
+        if options["lens"] not in LENSES:  # call_command() skips argparse's choices
+            raise CommandError(
+                f"unknown lens {options['lens']!r}: use {', '.join(LENSES)}",
+                returncode=UNREADABLE,
+            )
+        try:
+            fmt = options["format"]
+            if fmt == AUTO:
+                fmt = detect_format(name, data)
+            fmt, body = stream_bytes(data, fmt, options["entry"])
+            frames, result = read_stream(
+                body, fmt, policy=options["policy"], chunk_bytes=options["chunk_bytes"]
+            )
+        except UnreadableInput as error:
+            raise CommandError(str(error), returncode=UNREADABLE) from None
+        lens = run_lens(options["lens"], frames)
+        document = lens.to_dict()
+        document["divergences"] = divergences(lens, result)
+        sys.stdout.buffer.write(dumps(document, indent=options["indent"]) + b"\n")
+        sys.stdout.flush()
 
     def _read(self, path: str) -> bytes:
         if path == "-":
