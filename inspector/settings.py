@@ -90,7 +90,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8's default socket timeout (5 s) equals channels-redis's blocking-pop
+            # timeout (5 s): every consumer idle for 5 s was dropped with close code 1011.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }
 else:

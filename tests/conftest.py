@@ -22,6 +22,7 @@ use ``transactional_db`` / ``django_db(transaction=True)`` together with ``daphn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -109,18 +110,13 @@ def _database_url(settings_dict: dict) -> str:
     raise RuntimeError(f"daphne_url: unsupported database engine {engine}")
 
 
-@pytest.fixture(scope="session")
-def daphne_url(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Start `python -m daphne` on a free port against the test DB; yield its base URL."""
-    from django.db import connections
-
-    with django_db_blocker.unblock():
-        db_url = _database_url(connections["default"].settings_dict)
-
+@contextlib.contextmanager
+def _daphne(db_url: str, log_path: Path, extra_env: dict[str, str] | None = None):
+    """A `python -m daphne` subprocess on a free port; yields its base URL once /health answers."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings", "DATABASE_URL": db_url}
+    env.update(extra_env or {})
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the server keeps Django's async-safety checks
-    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
     cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
     cmd.append("inspector.asgi:application")
     with open(log_path, "wb") as log:
@@ -148,3 +144,40 @@ def daphne_url(django_db_setup, django_db_blocker, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def daphne_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Start `python -m daphne` on a free port against the test DB; yield its base URL."""
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        db_url = _database_url(connections["default"].settings_dict)
+    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    with _daphne(db_url, log_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def daphne_factory(django_db_setup, django_db_blocker, tmp_path_factory):
+    """`daphne_factory({"INSPECTOR_UPSTREAMS": ...})` -> the base URL of a daphne subprocess on
+    the test DB with that extra environment.  One server per distinct environment, kept for the
+    session; the log is at `daphne_factory.logs[url]`."""
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        db_url = _database_url(connections["default"].settings_dict)
+    servers: dict[tuple, str] = {}
+    logs: dict[str, Path] = {}
+    with contextlib.ExitStack() as stack:
+
+        def start(extra_env: dict[str, str] | None = None) -> str:
+            key = tuple(sorted((extra_env or {}).items()))
+            if key not in servers:
+                log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+                servers[key] = stack.enter_context(_daphne(db_url, log_path, extra_env))
+                logs[servers[key]] = log_path
+            return servers[key]
+
+        start.logs = logs
+        yield start

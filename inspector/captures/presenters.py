@@ -21,14 +21,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.db.models import Count, JSONField, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Length, Substr
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from inspector.assembly import DROP_REASONS, REFUSAL_CODES
+from inspector.assembly import DROP_REASONS, REFUSAL_CODES, STRICT
 
 from .models import Assembly, Call, Capture, Fragment, Frame
 
@@ -65,7 +65,11 @@ CAPTURE_FIELDS = (
     "outcome",
     "refusal_code",
     "lenient_outcome",
+    "attempt_group",
+    "attempt",
+    "retryable",
 )
+ATTEMPTS_SHOWN = 20  # attempts of one group shown in the capture page's strip
 
 EVENT_LABELS = {
     "toolcall_start": ("started", "ok"),
@@ -172,6 +176,73 @@ def usage_items(usage: Any) -> list[tuple[str, str]]:
         shown = value if isinstance(value, int | float | str) else json.dumps(value)
         items.append((str(key), str(shown)))
     return items
+
+
+# --- retries as attempts -----------------------------------------------------------------
+
+
+@dataclass
+class Attempt:
+    number: int | None
+    slug: str
+    href: str
+    outcome: str
+    refusal_code: str
+    retryable: bool | None
+    usage: str
+    current: bool
+
+
+def usage_summary(usage: Any) -> str:
+    """A short reading of a usage object: "12 in · 30 out", else its items."""
+    if not isinstance(usage, dict) or not usage:
+        return ""
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int):
+        return f"{prompt} in \u00b7 {completion} out"
+    return " \u00b7 ".join(f"{key} {value}" for key, value in usage_items(usage)[:3])
+
+
+@dataclass
+class Attempts:
+    """The strip of one group's attempts; `earlier`/`later`: some were left out."""
+
+    shown: list[Attempt]
+    earlier: bool
+    later: bool
+
+
+def attempts(capture: Capture) -> Attempts | None:
+    """The attempts of the capture's group in order, with the strict usage of
+    each read in the same query: one query.  At most ATTEMPTS_SHOWN, around
+    this capture's attempt when a group is longer."""
+    if not capture.attempt_group:
+        return None
+    usage = Assembly.objects.filter(capture=OuterRef("pk"), policy=STRICT).values("usage")[:1]
+    rows = (
+        Capture.objects.filter(attempt_group=capture.attempt_group)
+        .order_by("attempt", "created", "id")
+        .only("slug", "attempt", "outcome", "refusal_code", "retryable")
+        .annotate(strict_usage=Subquery(usage, output_field=JSONField()))
+    )
+    after = max(0, (capture.attempt or 0) - 1 - ATTEMPTS_SHOWN // 2)
+    if after:
+        rows = rows.filter(attempt__gt=after)
+    found = list(rows[: ATTEMPTS_SHOWN + 1])
+    shown = [
+        Attempt(
+            number=row.attempt,
+            slug=row.slug,
+            href=row.get_absolute_url(),
+            outcome=row.outcome,
+            refusal_code=row.refusal_code,
+            retryable=row.retryable,
+            usage=usage_summary(row.strict_usage),
+            current=row.pk == capture.pk,
+        )
+        for row in found[:ATTEMPTS_SHOWN]
+    ]
+    return Attempts(shown=shown, earlier=after > 0, later=len(found) > ATTEMPTS_SHOWN)
 
 
 # --- frames ------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 permalinks and the two downloads.
 
 Plain function views; what a page shows is shaped in `presenters`.  Every
-page renders completely on the server: JavaScript only adds copy buttons.
+page renders completely on the server: JavaScript adds copy buttons and, on
+the pages of captures still being recorded, the frames, calls and outcome
+as they arrive (static/inspector/live.js, over /ws/captures/).
 """
 
 from __future__ import annotations
@@ -118,7 +120,12 @@ def _render_capture(request, capture, focus):
     found = p.assemblies(capture)
     strict, lenient = found.get(STRICT), found.get(LENIENT)
     frame_total = p.frame_total(capture)
+    # A capture still being recorded is watched live on its page (not at a frame
+    # permalink); it opens at its newest frames, where the live ones are added.
+    live = capture.outcome == Capture.Outcome.LIVE and focus is None
     asked = request.GET.get("page") if focus is None else p.page_holding(focus, p.FRAMES_PER_PAGE)
+    if live and asked is None:
+        asked = p.page_holding(max(0, frame_total - 1), p.FRAMES_PER_PAGE)
     frames_pager = p.pager(asked, p.FRAMES_PER_PAGE, frame_total)
     frames = p.load_frames(capture, frames_pager)
     focus_frame = next((frame for frame in frames if frame.number == focus), None)
@@ -163,6 +170,12 @@ def _render_capture(request, capture, focus):
         "focus_row": next((row for row in rows if row.focus), None),
         "states": states,
         "more_states": more_states,
+        "attempts": p.attempts(capture),
+        "live": live,
+        # The live script asks for the frames after the last one stored now, and adds
+        # them to the table when this is its last page.
+        "last_frame": frame_total - 1,
+        "follow": not frames_pager.has_next,
     }
     if focus is not None:
         context["previous_frame"] = p.frame_permalink(capture.slug, focus - 1) if focus else ""

@@ -9,6 +9,7 @@ lost, none is shown twice.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -87,6 +88,8 @@ class IngestConsumer(AsyncWebsocketConsumer):
 
     live: LiveCapture | None = None
     publisher: Publisher | None = None
+    _pending: list[bytes] | None = None
+    _writer = None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         if bytes_data is not None:
@@ -134,8 +137,17 @@ class IngestConsumer(AsyncWebsocketConsumer):
         if self.live is None or self.live.closed:
             await self._error("open a capture first")
             return
-        batch = await database_sync_to_async(self.live.append)(data)
-        await self.publisher.add(batch)
+        if self._pending is None:
+            self._pending = []
+        self._pending.append(data)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._write())
+
+    async def _write(self) -> None:
+        while self._pending:
+            data, self._pending = b"".join(self._pending), []
+            batch = await database_sync_to_async(self.live.append, thread_sensitive=False)(data)
+            await self.publisher.add(batch)
 
     async def _close(self) -> None:
         if self.live is None or self.live.closed:
@@ -152,7 +164,10 @@ class IngestConsumer(AsyncWebsocketConsumer):
         )
 
     async def _finish(self) -> dict[str, Any]:
-        finished = await database_sync_to_async(self.live.close)()
+        if self._writer is not None:
+            await self._writer
+        await self.publisher.flush()
+        finished = await database_sync_to_async(self.live.close, thread_sensitive=False)()
         await self.publisher.finish(finished)
         return finished
 
