@@ -21,8 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, JSONField, Max, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce, Length, Substr
+from django.db.models import Count, F, JSONField, Max, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce, Greatest, Least, Length, Substr
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html
@@ -33,7 +33,7 @@ from inspector.assembly import DROP_REASONS, REFUSAL_CODES, STRICT
 from .models import Assembly, Call, Capture, Fragment, Frame
 
 FRAMES_PER_PAGE = 100
-FRAGMENTS_PER_PAGE = 100
+FRAGMENTS_PER_PAGE = 25
 CALLS_PER_PAGE = 10
 STATE_CALLS = 20  # calls shown in the "state at frame n" panel
 LENIENT_CALLS = 20  # calls of the lenient assembly listed where policies disagree
@@ -41,7 +41,6 @@ WINDOW = 300  # characters of text so far shown before a fragment
 FRAGMENT_SHOWN = 2000  # a longer fragment is shown cut in its middle
 RAW_SHOWN = 2000  # characters of a frame's raw text shown in the frames table
 TEXT_SHOWN = 4000  # characters of the assembled text shown
-PRETTY_MAX = 200_000  # arguments longer than this are not pretty-printed
 PRETTY_SHOWN = 20_000  # characters of pretty-printed arguments shown
 TIMELINE_SHOWN = 60  # identity timeline rows shown per call
 
@@ -411,17 +410,25 @@ def cut_middle(text: str, limit: int) -> str:
     return f"{text[:half]}\u2026[{len(text) - 2 * half} characters]\u2026{text[-half:]}"
 
 
-def text_so_far(arguments_text: str, offset: int, fragment: str) -> SafeString:
-    """The text up to and including a fragment: a window of WINDOW characters
-    before it, then the fragment in a <mark>, all escaped."""
-    start = max(0, offset - WINDOW)
-    ellipsis = "\u2026" if start > 0 else ""
+def text_so_far(before: str, offset: int, fragment: str) -> SafeString:
+    """The text up to and including a fragment: `before` (the WINDOW
+    characters that precede it, or fewer at the start), then the fragment in
+    a <mark>, all escaped."""
+    ellipsis = "\u2026" if offset > WINDOW else ""
     return format_html(
         '<span class="ellipsis">{}</span>{}<mark>{}</mark>',
         ellipsis,
-        arguments_text[start:offset],
+        before[-WINDOW:],
         cut_middle(fragment, FRAGMENT_SHOWN),
     )
+
+
+def window_before(offset_field: str):
+    """An annotation: the WINDOW characters of a call's arguments before the
+    offset held in `offset_field`, cut out by the database so a page never
+    loads a whole (possibly huge) arguments text."""
+    start = Greatest(F(offset_field) - WINDOW + 1, Value(1))
+    return Substr("arguments_text", start, Least(F(offset_field), Value(WINDOW)))
 
 
 @dataclass
@@ -457,10 +464,11 @@ class CallCard:
     fragment_links: dict[str, str] = field(default_factory=dict)
 
 
-def pretty_arguments(text: str) -> tuple[str, str]:
-    """Pretty-printed arguments of a call that passed, and a note when cut."""
-    if len(text) > PRETTY_MAX:
-        return cut_middle(text, PRETTY_SHOWN), f"{len(text)} characters, shown as received and cut"
+def pretty_arguments(text: str, length: int) -> tuple[str, str]:
+    """Pretty-printed arguments of a call that passed, and a note when cut.
+    `text` is the head of the arguments (all of them when `length` fits)."""
+    if length > len(text):
+        return text + "\u2026", f"{length} characters; the first {len(text)} shown as received"
     try:
         pretty = json.dumps(json.loads(text or "{}"), indent=2, ensure_ascii=False)
     except ValueError:  # the strict parser accepted it; keep it as received
@@ -470,17 +478,35 @@ def pretty_arguments(text: str) -> tuple[str, str]:
     return pretty, ""
 
 
-def error_context(text: str, offset: Any) -> SafeString | None:
-    """The arguments around the offset where they stopped being one JSON object."""
+AFTER_ERROR = 80  # characters shown after the offset where arguments went wrong
+
+
+def _text_near(call: Call, offset: Any) -> str:
+    """The arguments from WINDOW characters before `offset` to AFTER_ERROR
+    after it (one query, for the one call that failed)."""
+    if not isinstance(offset, int) or offset < 0:
+        return ""
+    start = max(0, offset - WINDOW)
+    return (
+        Call.objects.filter(pk=call.pk)
+        .annotate(near=Substr("arguments_text", start + 1, offset - start + 1 + AFTER_ERROR))
+        .values_list("near", flat=True)
+        .get()
+    )
+
+
+def error_context(near: str, offset: Any) -> SafeString | None:
+    """The arguments around the offset where they stopped being one JSON
+    object; `near` starts WINDOW characters before it (fewer at the start)."""
     if not isinstance(offset, int) or offset < 0:
         return None
-    start = max(0, offset - WINDOW)
+    at = min(offset, WINDOW)
     return format_html(
         '<span class="ellipsis">{}</span>{}<mark class="bad">{}</mark>{}',
-        "\u2026" if start > 0 else "",
-        text[start:offset],
-        text[offset : offset + 1] or "\u2205",
-        text[offset + 1 : offset + 80],
+        "\u2026" if offset > WINDOW else "",
+        near[:at],
+        near[at : at + 1] or "\u2205",
+        near[at + 1 :],
     )
 
 
@@ -498,8 +524,12 @@ def call_cards(
     calls = list(
         Call.objects.filter(assembly=strict, position__gte=page.start, position__lt=page.stop)
         .order_by("position")
-        .defer("arguments")
-        .annotate(first_fragment_frame=Subquery(_first_fragment_frame()))
+        .defer("arguments", "arguments_text")
+        .annotate(
+            first_fragment_frame=Subquery(_first_fragment_frame()),
+            args_length=Length("arguments_text"),
+            args_head=Substr("arguments_text", 1, PRETTY_SHOWN),
+        )
     )
     cards = [call_card(capture, strict, call) for call in calls]
     pagers = {
@@ -514,14 +544,32 @@ def call_cards(
     by_call: dict[int, list[Fragment]] = {}
     for fragment in Fragment.objects.filter(condition).order_by("call_id", "seq"):
         by_call.setdefault(fragment.call_id, []).append(fragment)
+    prefixes = _prefixes({pk: rows[0] for pk, rows in by_call.items() if rows[0].offset})
     for card in cards:
         card.fragment_pager = pagers[card.call.pk]
         card.fragment_links = link(card.call.position, card.fragment_pager)
-        card.fragments = [
-            fragment_row(capture, card, fragment, focus)
-            for fragment in by_call.get(card.call.pk, [])
-        ]
+        before = prefixes.get(card.call.pk, "")
+        card.fragments = []
+        for fragment in by_call.get(card.call.pk, []):
+            card.fragments.append(fragment_row(capture, card, fragment, focus, before))
+            before = (before + fragment.text)[-WINDOW:]
     return cards
+
+
+def _prefixes(first: dict[int, Fragment]) -> dict[int, str]:
+    """For calls whose shown fragments don't start at offset 0, the text just
+    before the first one: one query, only when some page is not the first."""
+    if not first:
+        return {}
+    condition = Q(pk__in=[])
+    for call_pk, fragment in first.items():
+        condition |= Q(pk=call_pk, fragments__seq=fragment.seq)
+    rows = (
+        Call.objects.filter(condition)
+        .annotate(first_offset=F("fragments__offset"), before=window_before("first_offset"))
+        .values_list("pk", "before")
+    )
+    return dict(rows)
 
 
 def _first_fragment_frame():
@@ -545,9 +593,10 @@ def call_card(capture: Capture, strict: Assembly, call: Call) -> CallCard:
     note = not_checked = ""
     if call.invalid_at:
         error = call.invalid_at
-        context = error_context(call.arguments_text, call.invalid_at.get("offset"))
+        offset = error.get("offset")
+        context = error_context(_text_near(call, offset), offset)
     elif strict.outcome == Capture.Outcome.OK:
-        final, note = pretty_arguments(call.arguments_text)
+        final, note = pretty_arguments(call.args_head, call.args_length)
     elif is_refusal_call:
         not_checked = f"no final arguments: {strict.refusal_message}"
     elif strict.outcome == Capture.Outcome.REFUSED:
@@ -584,7 +633,7 @@ def fragment_permalink(slug: str, position: int, seq: int, frame: int) -> str:
 
 
 def fragment_row(
-    capture: Capture, card: CallCard, fragment: Fragment, focus: int | None
+    capture: Capture, card: CallCard, fragment: Fragment, focus: int | None, before: str
 ) -> FragmentRow:
     position = card.call.position
     return FragmentRow(
@@ -593,7 +642,7 @@ def fragment_row(
         offset=fragment.offset,
         length=len(fragment.text),
         fragment=cut_middle(fragment.text, FRAGMENT_SHOWN),
-        so_far=text_so_far(card.call.arguments_text, fragment.offset, fragment.text),
+        so_far=text_so_far(before, fragment.offset, fragment.text),
         state=json_state(fragment),
         anchor=fragment_anchor(position, fragment.seq),
         permalink=fragment_permalink(capture.slug, position, fragment.seq, fragment.frame),
@@ -626,19 +675,19 @@ def state_at(
 ) -> tuple[list[CallState], bool]:
     """Each call touched at or before frame n as it stood after frame n: two
     queries.  Returns the states and whether more calls were left out."""
-    last_fragment = (
-        Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n)
-        .order_by("-frame", "-seq")
-        .values("pk")[:1]
+    last_fragment = Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n).order_by(
+        "-frame", "-seq"
     )
     calls = list(
         Call.objects.filter(assembly=strict)
         .annotate(
             first_fragment_frame=Subquery(_first_fragment_frame()),
-            last_fragment_pk=Subquery(last_fragment),
+            last_fragment_pk=Subquery(last_fragment.values("pk")[:1]),
+            last_offset=Coalesce(Subquery(last_fragment.values("offset")[:1]), Value(0)),
+            before=window_before("last_offset"),
         )
         .filter(Q(started_frame__lte=n) | Q(first_fragment_frame__lte=n))
-        .defer("arguments")
+        .defer("arguments", "arguments_text")
         .order_by("position")[: STATE_CALLS + 1]
     )
     more = len(calls) > STATE_CALLS
@@ -661,9 +710,7 @@ def state_at(
                 fragments_so_far=fragment.seq + 1 if fragment else 0,
                 length_so_far=end,
                 so_far=(
-                    text_so_far(call.arguments_text, fragment.offset, fragment.text)
-                    if fragment
-                    else None
+                    text_so_far(call.before, fragment.offset, fragment.text) if fragment else None
                 ),
                 state=json_state(fragment) if fragment else [],
                 last_fragment_frame=fragment.frame if fragment else None,

@@ -17,6 +17,7 @@ from django.urls import reverse
 from inspector.captures import models
 from inspector.captures import views as capture_views
 from inspector.captures.intake import store_upload
+from inspector.captures.presenters import FRAGMENTS_PER_PAGE
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
@@ -342,7 +343,8 @@ def test_final_arguments_are_pretty_printed(client):
 
 def test_text_so_far_is_a_bounded_window(client):
     capture = store_stream(long_stream(400), stream_format="sse")
-    page = html(client.get(capture.get_absolute_url(), {"call": 0, "frag": 4}))
+    last_page = 399 // FRAGMENTS_PER_PAGE + 1
+    page = html(client.get(capture.get_absolute_url(), {"call": 0, "frag": last_page}))
     last = row(page, "frag-0-399")
     so_far = re.search(r'<td class="so-far"><pre>(.*?)</pre>', last, re.S).group(1)
     assert so_far.startswith('<span class="ellipsis">…</span>')

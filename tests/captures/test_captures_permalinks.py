@@ -152,20 +152,20 @@ def test_the_refusing_frame_permalink_shows_its_marks_and_the_calls_then(client)
 def test_a_frame_permalink_shows_each_calls_fragments_around_that_frame(client):
     capture = long_capture(450)
     page = get(client, frame_url(capture, 250))
-    assert "fragments 200–299 of 452" in page
+    assert "fragments 250–274 of 452" in page  # pages of 25 fragments
     assert '<tr id="frag-0-250" class="is-focus">' in page
 
 
 def test_fragments_are_paged_with_query_parameters(client):
     capture = long_capture(450)
-    page = get(client, capture.get_absolute_url())
-    assert "fragments 0–99 of 452" in page and 'id="frag-0-100"' not in page
+    page = get(client, capture.get_absolute_url())  # pages of 25 fragments
+    assert "fragments 0–24 of 452" in page and 'id="frag-0-25"' not in page
     assert f'href="/c/{capture.slug}/?call=0&amp;frag=2#call-0"' in page
     page = get(client, capture.get_absolute_url(), call=0, frag=3)
-    assert "fragments 200–299 of 452" in page and '<tr id="frag-0-200"' in page
+    assert "fragments 50–74 of 452" in page and '<tr id="frag-0-50"' in page
     assert "?call=0&amp;frag=2#call-0" in page and "?call=0&amp;frag=4#call-0" in page
     # Out-of-range pages clamp to the last one.
-    assert "fragments 400–451 of 452" in get(client, capture.get_absolute_url(), call=0, frag=99)
+    assert "fragments 450–451 of 452" in get(client, capture.get_absolute_url(), call=0, frag=99)
 
 
 def test_every_frame_and_fragment_row_has_a_permalink_and_a_copy_link_control(client):
