@@ -321,9 +321,9 @@ class Assembler:
             self.started.append(call)
             self._event("toolcall_start", number, call)
             if scanner.length:
-                self._event("toolcall_delta", number, call, {"delta": call.arguments_text})
-        elif fragment:
-            self._event("toolcall_delta", number, call, {"delta": fragment})
+                self._event("toolcall_delta", number, call, call.arguments_text)
+        elif fragment:  # the hot path: one event per fragment, its fields the bare text
+            self.events.append(Event("toolcall_delta", number, call, fragment))
         if (
             call.settled_frame is None
             and scanner.closed_at is not None
@@ -341,7 +341,7 @@ class Assembler:
         type_: str,
         frame: int | None,
         call: Call | None = None,
-        fields: dict[str, Any] | None = None,
+        fields: dict[str, Any] | str | None = None,
     ) -> None:
         self.events.append(Event(type_, frame, call, fields))
 

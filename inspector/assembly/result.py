@@ -195,7 +195,12 @@ class Anomaly:
 
 class Event:
     """One event: a type, the frame it happened in, the call it concerns (if
-    any), and the fields particular to its type."""
+    any), and the fields particular to its type.
+
+    `fields` is a dict, except for `toolcall_delta`, whose only field is the
+    fragment: there is one such event per fragment, so it holds the bare
+    text (`delta`) rather than a dict of one key.
+    """
 
     __slots__ = ("type", "frame", "call", "fields")
 
@@ -204,7 +209,7 @@ class Event:
         type: str,
         frame: int | None,
         call: Call | None = None,
-        fields: dict[str, Any] | None = None,
+        fields: dict[str, Any] | str | None = None,
     ) -> None:
         self.type = type
         self.frame = frame
@@ -216,7 +221,9 @@ class Event:
         if self.call is not None:
             out["call"] = self.call.position
         fields = self.fields
-        if fields:
+        if type(fields) is str:
+            out["delta"] = fields
+        elif fields:
             for key, value in fields.items():
                 out[key] = value.to_dict() if hasattr(value, "to_dict") else value
         return out
