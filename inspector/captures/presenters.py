@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, JSONField, Max, OuterRef, Q, Subquery, Value
+from django.db.models import Case, Count, F, JSONField, Max, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest, Least, Length, Substr
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -67,7 +67,12 @@ CAPTURE_FIELDS = (
     "attempt_group",
     "attempt",
     "retryable",
+    "derived_from",
+    "derivation",
 )
+# What the capture page reads of the capture it was derived from (joined in).
+ORIGINAL_FIELDS = ("slug", "title", "frame_count", "byte_size", "refusal_code")
+DERIVATIVES_SHOWN = 20  # captures derived from this one listed on its page
 ATTEMPTS_SHOWN = 20  # attempts of one group shown in the capture page's strip
 
 EVENT_LABELS = {
@@ -143,7 +148,33 @@ def page_holding(item: int, per_page: int) -> int:
 
 
 def get_capture(slug: str) -> Capture:
-    return get_object_or_404(Capture.objects.only(*CAPTURE_FIELDS), slug=slug)
+    """The capture, with the one it was derived from (joined), how many were
+    derived from it, and the newest DERIVATIVES_SHOWN of those (its
+    `derivatives_shown`): one query, the derivatives being rows of the same
+    select (`slug = X OR derived_from = (the id of X)`, both indexed)."""
+    count = (
+        Capture.objects.filter(derived_from=OuterRef("pk"))
+        .order_by()
+        .values("derived_from")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    asked = Capture.objects.filter(slug=slug).order_by().values("pk")[:1]
+    rows = list(
+        Capture.objects.select_related("derived_from")
+        .only(*CAPTURE_FIELDS, *(f"derived_from__{name}" for name in ORIGINAL_FIELDS))
+        .filter(Q(slug=slug) | Q(derived_from_id=Subquery(asked)))
+        .annotate(
+            derivative_count=Coalesce(Subquery(count), 0),
+            is_derivative=Case(When(slug=slug, then=Value(0)), default=Value(1)),
+        )
+        .order_by("is_derivative", "-created", "-id")[: DERIVATIVES_SHOWN + 1]
+    )
+    if not rows or rows[0].slug != slug:
+        raise Http404("no such capture")
+    capture = rows[0]
+    capture.derivatives_shown = rows[1:]
+    return capture
 
 
 def assemblies(capture: Capture) -> dict[str, Assembly]:
@@ -175,6 +206,42 @@ def usage_items(usage: Any) -> list[tuple[str, str]]:
         shown = value if isinstance(value, int | float | str) else json.dumps(value)
         items.append((str(key), str(shown)))
     return items
+
+
+# --- derived captures (the minimizer's) -------------------------------------------------
+
+
+@dataclass
+class Derivation:
+    """How a capture was made from another: "minimized from <original>:
+    keeps CODE, N of M frames, X of Y bytes"."""
+
+    kind: str  # "minimized", or the derivation text when it reads otherwise
+    keeps: str
+    original: Capture | None  # None once the original was deleted
+    frames: int
+    bytes: int
+
+
+def derivation(capture: Capture) -> Derivation | None:
+    if not capture.derivation and capture.derived_from_id is None:
+        return None
+    kind, _, keeps = capture.derivation.partition(": keeps ")
+    if not keeps:
+        kind, keeps = capture.derivation or "derived", ""
+    return Derivation(
+        kind=kind,
+        keeps=keeps,
+        original=capture.derived_from,
+        frames=capture.frame_count,
+        bytes=capture.byte_size,
+    )
+
+
+def derivatives(capture: Capture) -> list[Capture]:
+    """The captures made from this one, newest first, as `get_capture` read
+    them (no query)."""
+    return list(getattr(capture, "derivatives_shown", []))
 
 
 # --- retries as attempts -----------------------------------------------------------------

@@ -1,14 +1,20 @@
-"""Pages: the capture list, upload form, capture page and frame permalinks."""
+"""Pages: the capture list, upload form, capture page and frame permalinks;
+the lens matrix, the minimizer, the export as a regression test, and the
+comparison of two captures."""
 
 from django.urls import path
 
-from . import views
+from . import comparison, reproducers, views
 
 urlpatterns = [
     path("", views.capture_list, name="capture-list"),
     path("upload/", views.upload, name="upload"),
+    path("compare/", comparison.compare_page, name="compare"),
     path("c/<str:slug>/", views.capture_page, name="capture"),
     path("c/<str:slug>/frames/<int:n>/", views.frame_page, name="frame"),
     path("c/<str:slug>/raw", views.download_raw, name="capture-raw"),
     path("c/<str:slug>/result.json", views.download_result, name="capture-result"),
+    path("c/<str:slug>/lenses/", reproducers.lens_page, name="capture-lenses"),
+    path("c/<str:slug>/minimize", reproducers.minimize_view, name="capture-minimize"),
+    path("c/<str:slug>/regression.<str:kind>", reproducers.export_view, name="capture-export"),
 ]

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.db import DatabaseError
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
 from . import presenters as p
+from . import reproducers
 from .forms import CaptureFilterForm, UploadForm
 from .intake import TooLarge, store_upload
 from .models import Assembly, Capture
@@ -176,12 +178,46 @@ def _render_capture(request, capture, focus):
         # them to the table when this is its last page.
         "last_frame": frame_total - 1,
         "follow": not frames_pager.has_next,
+        **_reproducer_context(capture, disagree),
     }
     if focus is not None:
         context["previous_frame"] = p.frame_permalink(capture.slug, focus - 1) if focus else ""
         has_next = focus + 1 < frame_total
         context["next_frame"] = p.frame_permalink(capture.slug, focus + 1) if has_next else ""
     return render(request, "inspector/capture.html", context)
+
+
+def _reproducer_context(capture, disagree) -> dict:
+    """The lens section, the minimize button, the export links, the derivation
+    and the compare form; no query but the list of derivatives, when any."""
+    derivatives = p.derivatives(capture)
+    derivation = p.derivation(capture)
+    original = derivation.original if derivation else None
+    compare = reverse("compare")
+    pairs = []
+    if original is not None:
+        pairs.append(
+            ("with the original", f"{compare}?{urlencode({'a': original.slug, 'b': capture.slug})}")
+        )
+    for derived in derivatives[:3]:
+        query = urlencode({"a": capture.slug, "b": derived.slug})
+        pairs.append((f"with {derived.title or derived.slug}", f"{compare}?{query}"))
+    if disagree:
+        query = urlencode({"a": capture.slug, "b": capture.slug, "pb": LENIENT})
+        pairs.append(("strict with lenient", f"{compare}?{query}"))
+    finished = capture.outcome != Capture.Outcome.LIVE
+    return {
+        "derivation": derivation,
+        "derivatives": derivatives,
+        "more_derivatives": max(0, capture.derivative_count - len(derivatives)),
+        "export": reproducers.export_links(capture) if finished else None,
+        "lenses_url": reverse("capture-lenses", args=[capture.slug]) if finished else "",
+        "lenses_autoload": finished and capture.byte_size <= reproducers.LENS_AUTOLOAD_BYTES,
+        "can_minimize": capture.outcome == Capture.Outcome.REFUSED,
+        "minimize_seconds": f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}",
+        "compare_pairs": pairs,
+        "compare_with": original.slug if original is not None else "",
+    }
 
 
 @dataclass(frozen=True)

@@ -193,6 +193,8 @@ def test_pages_reference_script_only_as_a_deferred_static_file(client):
         expected = ['<script src="/static/inspector/inspector.js" defer>']
         if url == "/":  # the list watches for captures in progress
             expected.append('<script src="/static/inspector/live.js" defer>')
+        if url.startswith("/c/"):  # the lens matrix and the Minimize button
+            expected.append('<script src="/static/inspector/reproducers.js" defer>')
         assert scripts == expected
 
 

@@ -1,0 +1,406 @@
+"""Pages of lenses and reproducers: what client libraries would have done
+with a capture (the lens matrix), the minimizer's button, and the export of
+any capture as a regression test.
+
+The lens matrix re-reads `Capture.raw` and runs every lens, so the capture
+page never computes it: it links to `/c/<slug>/lenses/` (a page of its own,
+which works without JavaScript) and static/inspector/reproducers.js loads
+that page's `?partial=1` fragment into place.
+
+The minimizer runs while its POST waits, in a worker thread of its own (the
+view is async and hands the work to `sync_to_async(thread_sensitive=False)`),
+so the one thread daphne runs every sync view on keeps serving pages.  It is
+bounded by INSPECTOR_MINIMIZE_SECONDS; reproducers.js shows the time spent
+against that budget while the browser waits, then the POST redirects to the
+new capture.
+
+Stream content is untrusted: templates autoescape everything shown here.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib import messages
+from django.db import connections
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from inspector.assembly import POLICIES, STRICT, UnreadableInput
+from inspector.lenses.matrix import lens_matrix
+from inspector.minimize import NothingToMinimize
+from inspector.minimize.store import export_files, minimize_capture
+
+from . import presenters as p
+from .models import Capture
+
+LENS_ROWS = 50  # calls (rows of the matrix) per page
+DIVERGENCES_SHOWN = 200  # divergence sentences listed
+CELL_TEXT = 60  # characters of a call's id or name shown in a cell
+CELL_ARGUMENTS = 160  # characters of its arguments
+HEADER_TEXT = 300  # characters of a lens's error or note
+# The capture page loads the matrix by itself (reproducers.js) up to this size;
+# a larger capture shows a button, as computing the lenses reads the whole stream.
+LENS_AUTOLOAD_BYTES = 2 * 1024 * 1024
+
+
+def cut(value: Any, limit: int) -> str:
+    """A short text for a cell: cut at `limit` characters with an ellipsis."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit] + "\u2026"
+
+
+# --- the lens matrix ---------------------------------------------------------------------
+
+
+@dataclass
+class LensCell:
+    key: str  # the column
+    available: bool
+    present: bool
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    arguments_length: int = 0
+    parsed: bool = False
+    parse_error: str = ""
+    snapshot: bool = False
+    diverges: bool = False
+    message: str = ""
+    refs: list[int] = field(default_factory=list)  # numbers of its divergence sentences
+
+
+@dataclass
+class LensRow:
+    label: str
+    anchor: str
+    strict_position: int | None
+    cells: list[LensCell]
+
+
+@dataclass
+class LensColumn:
+    key: str
+    title: str
+    library: str
+    library_short: str  # the library, and its version when short
+    version: str
+    available: bool
+    error: str
+    error_cut: bool
+    notes: list[str]
+    calls_from: str | None
+    gates_on_parse: bool
+    diverges: bool
+    message: str
+    refs: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Sentence:
+    number: int
+    lens: str
+    lens_title: str
+    kind: str
+    row_label: str
+    row_href: str  # the row of its call, on this page or another
+    message: str
+
+
+def _refs(message: str | None, entries: list[tuple[int, dict[str, Any]]]) -> list[int]:
+    """The numbers of the sentences a cell's message joins.  `lens_matrix`
+    joins a cell's divergences with "; " in their order; a sentence may
+    itself hold "; ", so the message is consumed one whole sentence at a time."""
+    refs: list[int] = []
+    rest = message or ""
+    for number, entry in entries:
+        text = entry["message"]
+        if rest == text or rest.startswith(text + "; "):
+            refs.append(number)
+            rest = rest[len(text) + 2 :]
+            if not rest:
+                break
+    return refs
+
+
+def _row_anchor(key: str) -> str:
+    return "lens-row-" + re.sub(r"[^A-Za-z0-9_-]", "_", key)
+
+
+def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, Any]:
+    """The matrix as the template shows it: one page of rows, each cell cut
+    short; every divergence a numbered sentence, each diverging cell naming
+    the numbers of its sentences."""
+    numbered = list(enumerate(matrix["divergences"], start=1))
+    by_lens: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for number, entry in numbered:
+        by_lens.setdefault(entry["lens"], []).append((number, entry))
+    rows_all = matrix["rows"]
+
+    columns = []
+    for column in matrix["columns"]:
+        error = column.get("error") or ""
+        library, version = column.get("library") or "", column.get("version") or ""
+        named = f"{library} {version}" if version and len(version) <= 12 else library
+        whole = [
+            (n, e)
+            for n, e in by_lens.get(column["key"], [])
+            if e["call"] is None and e["lens_call"] is None
+        ]
+        columns.append(
+            LensColumn(
+                key=column["key"],
+                title=column["title"],
+                library=library,
+                library_short=cut(named, 40),
+                version=version,
+                available=column["available"],
+                error=cut(error, HEADER_TEXT),
+                error_cut=len(error) > HEADER_TEXT,
+                notes=[cut(note, HEADER_TEXT) for note in column.get("notes") or []],
+                calls_from=column.get("calls_from"),
+                gates_on_parse=bool(column.get("gates_on_parse")),
+                diverges=column["diverges"],
+                message=column.get("message") or "",
+                refs=_refs(column.get("message"), whole),
+            )
+        )
+    available = {column.key: column.available for column in columns}
+
+    rows = []
+    for row in rows_all[page.start : page.stop]:
+        cells = []
+        for column in columns:
+            cell = row["cells"].get(column.key) or {"present": False}
+            shown = LensCell(
+                key=column.key, available=available[column.key], present=cell["present"]
+            )
+            if cell["present"]:
+                arguments = cell.get("arguments_text")
+                shown.id = None if cell.get("id") is None else cut(cell["id"], CELL_TEXT)
+                shown.name = None if cell.get("name") is None else cut(cell["name"], CELL_TEXT)
+                shown.arguments = None if arguments is None else cut(arguments, CELL_ARGUMENTS)
+                shown.arguments_length = len(arguments or "")
+                shown.parsed = bool(cell.get("parsed"))
+                shown.parse_error = cut(cell.get("parse_error") or "", HEADER_TEXT)
+                shown.snapshot = bool(cell.get("snapshot"))
+            if cell.get("diverges"):
+                shown.diverges = True
+                shown.message = cell.get("message") or ""
+                shown.refs = _refs(shown.message, by_lens.get(column.key, []))
+            cells.append(shown)
+        rows.append(
+            LensRow(
+                label=cut(row["label"], CELL_TEXT),
+                anchor=_row_anchor(row["key"]),
+                strict_position=row["strict_position"],
+                cells=cells,
+            )
+        )
+
+    titles = {column.key: column.title for column in columns}
+    labels = {
+        row["strict_position"]: (at, row)
+        for at, row in enumerate(rows_all)
+        if row["strict_position"] is not None
+    }
+    sentences = []
+    for number, entry in numbered[:DIVERGENCES_SHOWN]:
+        at, row = labels.get(entry["call"], (None, None))
+        href = ""
+        if row is not None:
+            href = "#" + _row_anchor(row["key"])
+            if not page.start <= at < page.stop:
+                href = f"{base}?page={p.page_holding(at, page.per_page)}{href}"
+        sentences.append(
+            Sentence(
+                number=number,
+                lens=entry["lens"],
+                lens_title=titles.get(entry["lens"], entry["lens"]),
+                kind=entry["kind"],
+                row_label=cut(row["label"], CELL_TEXT) if row else "",
+                row_href=href,
+                message=entry["message"],
+            )
+        )
+    return {
+        "columns": columns,
+        "rows": rows,
+        "sentences": sentences,
+        "divergence_count": len(numbered),
+        "divergences_hidden": max(0, len(numbered) - DIVERGENCES_SHOWN),
+        "strict": matrix["strict"],
+        "row_total": len(rows_all),
+    }
+
+
+@require_GET
+def lens_page(request, slug):
+    """Calls by lenses: what the OpenAI SDK, Vercel AI SDK, LiteLLM and
+    LangChain would have assembled from this capture's frames.  `?partial=1`
+    gives only the matrix, for the capture page to load into place."""
+    try:
+        capture = Capture.objects.only(
+            "id", "slug", "title", "raw", "stream_format", "request_json", "outcome"
+        ).get(slug=slug)
+    except Capture.DoesNotExist:
+        raise Http404("no such capture") from None
+    partial = request.GET.get("partial") == "1"
+    template = "inspector/_lens_matrix.html" if partial else "inspector/lenses.html"
+    context: dict[str, Any] = {"capture": capture, "partial": partial, "error": ""}
+    if capture.outcome == Capture.Outcome.LIVE:
+        context["error"] = "This capture is still being recorded: the lenses read it once it ends."
+        return render(request, template, context, status=409)
+    try:
+        matrix = lens_matrix(capture)
+    except UnreadableInput as error:
+        context["error"] = f"The stored stream can't be read: {error}"
+        return render(request, template, context, status=409)
+    pager = p.pager(request.GET.get("page"), LENS_ROWS, len(matrix["rows"]))
+    base = reverse("capture-lenses", args=[capture.slug])
+    context.update(lens_table(matrix, pager, base))
+    context["pager"] = pager
+    context["links"] = {
+        "previous": f"{base}?page={pager.previous}#lens-matrix" if pager.has_previous else "",
+        "next": f"{base}?page={pager.next}#lens-matrix" if pager.has_next else "",
+    }
+    return render(request, template, context)
+
+
+# --- the minimizer -----------------------------------------------------------------------
+
+
+def _minimize_in_worker(capture: Capture, seconds: float) -> Capture:
+    """Runs in a worker thread: the search, then storing its result.  The
+    thread's own database connection is closed when done."""
+    try:
+        return minimize_capture(capture, seconds=seconds)
+    finally:
+        connections.close_all()
+
+
+def _capture_to_minimize(slug: str) -> Capture:
+    try:
+        return Capture.objects.only(
+            "id", "slug", "title", "source", "raw", "stream_format", "outcome", "refusal_code"
+        ).get(slug=slug)
+    except Capture.DoesNotExist:
+        raise Http404("no such capture") from None
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
+
+
+@require_POST
+async def minimize_view(request, slug):
+    """Minimize a refused capture (bounded by INSPECTOR_MINIMIZE_SECONDS),
+    store the result as a new capture and go there; anything that can't be
+    minimized goes back to the capture page with a message saying why."""
+    capture = await sync_to_async(_capture_to_minimize)(slug)
+    back = capture.get_absolute_url()
+    if capture.outcome != Capture.Outcome.REFUSED:
+        why = (
+            "it is still being recorded"
+            if capture.outcome == Capture.Outcome.LIVE
+            else "it is not refused (outcome ok under the strict policy)"
+        )
+        messages.error(request, f"Nothing to minimize: {why}.")
+        return _see_other(back)
+    budget = float(settings.INSPECTOR_MINIMIZE_SECONDS)
+    started = time.monotonic()
+    try:
+        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(capture, budget)
+    except NothingToMinimize as error:
+        messages.error(request, f"Nothing to minimize: {error}.")
+        return _see_other(back)
+    except UnreadableInput as error:
+        messages.error(request, f"Can't minimize this capture: the stream can't be read: {error}.")
+        return _see_other(back)
+    elapsed = time.monotonic() - started
+    note = f"Minimized in {elapsed:.1f} s (budget {budget:g} s)."
+    if elapsed >= budget:
+        note += " The time ran out: this stream still fails the same way but may not be minimal."
+    messages.success(request, note)
+    return _see_other(derived.get_absolute_url())
+
+
+# --- export as a regression test -----------------------------------------------------------
+
+EXPORT_KINDS = {
+    "sse": ("application/octet-stream", ".sse"),
+    "expect.json": ("application/json", ".expect.json"),
+    "zip": ("application/zip", ".zip"),
+}
+
+
+def export_name(capture: Capture) -> str:
+    """A plain file name for the capture's case: its title made plain (letters,
+    digits, '_' and '-'), else capture-<slug>."""
+    plain = re.sub(r"[^A-Za-z0-9_-]+", "_", capture.title or "").strip("_-")[:80]
+    return plain or "capture-" + re.sub(r"[^A-Za-z0-9_-]", "_", capture.slug)
+
+
+def export_links(capture: Capture) -> dict[str, str]:
+    name = export_name(capture)
+    return {
+        "name": name,
+        "sse": reverse("capture-export", args=[capture.slug, "sse"]),
+        "expect": reverse("capture-export", args=[capture.slug, "expect.json"]),
+        "zip": reverse("capture-export", args=[capture.slug, "zip"]),
+    }
+
+
+@require_GET
+def export_view(request, slug, kind):
+    """The capture as a regression case (`NAME.sse`, `NAME.expect.json`, or
+    both in `NAME.zip`), in the shape of the conformance cases."""
+    if kind not in EXPORT_KINDS:
+        raise Http404("no such export")
+    policy = request.GET.get("policy", STRICT)
+    if policy not in POLICIES:
+        raise Http404("no such policy")
+    try:
+        capture = Capture.objects.only(
+            "id", "slug", "title", "raw", "stream_format", "outcome", "refusal_code", "derivation"
+        ).get(slug=slug)
+    except Capture.DoesNotExist:
+        raise Http404("no such capture") from None
+    if capture.outcome == Capture.Outcome.LIVE:
+        return HttpResponse(
+            "This capture is still being recorded: export it once it ends.\n",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
+    name = export_name(capture)
+    try:
+        files = export_files(capture, name=name, policy=policy)
+    except (UnreadableInput, ValueError) as error:
+        return HttpResponse(
+            f"Can't export this capture: {error}\n",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
+    content_type, suffix = EXPORT_KINDS[kind]
+    if kind == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for filename, data in files.items():
+                archive.writestr(filename, data)
+        body = buffer.getvalue()
+    else:
+        body = files[name + suffix]
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}{suffix}"'
+    return response

@@ -1,0 +1,139 @@
+// Stream Inspector: the capture page's lens matrix and Minimize button.
+// Without this file both still work: the matrix is a link to its own page,
+// and the button posts a plain form (the browser shows it loading).
+(function () {
+  "use strict";
+
+  // --- the lens matrix, loaded into place -------------------------------------------------
+
+  function loadLenses(section) {
+    var body = section.querySelector("[data-lenses-body]");
+    var status = section.querySelector("[data-lenses-status]");
+    var link = section.querySelector("[data-lenses-load]");
+    if (!body || section.dataset.state === "loading" || section.dataset.state === "loaded") {
+      return;
+    }
+    section.dataset.state = "loading";
+    if (status) {
+      status.textContent = "computing what each library would do\u2026";
+    }
+    if (link) {
+      link.setAttribute("aria-disabled", "true");
+    }
+    fetch(section.dataset.url, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+      .then(function (response) {
+        return response.text().then(function (text) {
+          return { ok: response.ok, text: text };
+        });
+      })
+      .then(function (answer) {
+        // The fragment is server-rendered and escaped; DOMParser runs no script.
+        var doc = new DOMParser().parseFromString(answer.text, "text/html");
+        var matrix = doc.getElementById("lens-matrix");
+        if (!matrix) {
+          throw new Error("no matrix in the answer");
+        }
+        body.replaceChildren(document.importNode(matrix, true));
+        section.dataset.state = answer.ok ? "loaded" : "failed";
+      })
+      .catch(function () {
+        section.dataset.state = "failed";
+        if (status) {
+          status.textContent = "could not compute the lenses here; open them on their own page";
+        }
+        if (link) {
+          link.removeAttribute("aria-disabled");
+        }
+      });
+  }
+
+  document.querySelectorAll("[data-lenses]").forEach(function (section) {
+    var link = section.querySelector("[data-lenses-load]");
+    if (link) {
+      link.addEventListener("click", function (event) {
+        if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) {
+          return; // a new tab or window: the page of its own
+        }
+        event.preventDefault();
+        loadLenses(section);
+      });
+    }
+    if (section.hasAttribute("data-autoload")) {
+      loadLenses(section);
+    }
+  });
+
+  // --- Minimize: the time spent against the budget while the POST runs -------------------
+
+  var timers = [];
+
+  function reset(form) {
+    var button = form.querySelector("[data-minimize-button]");
+    var progress = form.querySelector("[data-minimize-progress]");
+    var hint = form.querySelector("[data-minimize-hint]");
+    delete form.dataset.state;
+    if (button) {
+      button.disabled = false;
+      button.textContent = "Minimize";
+    }
+    if (progress) {
+      progress.hidden = true;
+    }
+    if (hint) {
+      hint.hidden = false;
+    }
+  }
+
+  // Back to this page from the history: the form is ready again.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      timers.forEach(window.clearInterval);
+      timers = [];
+      document.querySelectorAll("form[data-minimize]").forEach(reset);
+    }
+  });
+
+  document.querySelectorAll("form[data-minimize]").forEach(function (form) {
+    form.addEventListener("submit", function () {
+      var button = form.querySelector("[data-minimize-button]");
+      var progress = form.querySelector("[data-minimize-progress]");
+      var text = form.querySelector("[data-minimize-text]");
+      var hint = form.querySelector("[data-minimize-hint]");
+      var budget = parseFloat(form.dataset.budget) || 30;
+      var started = Date.now();
+      if (form.dataset.state === "running") {
+        return;
+      }
+      form.dataset.state = "running";
+      // Disabled after the submit has been sent, so the request still carries the form.
+      window.setTimeout(function () {
+        if (button) {
+          button.disabled = true;
+          button.textContent = "Minimizing\u2026";
+        }
+      }, 0);
+      if (hint) {
+        hint.hidden = true;
+      }
+      if (progress) {
+        progress.hidden = false;
+      }
+      function tick() {
+        var spent = Math.floor((Date.now() - started) / 1000);
+        if (!text) {
+          return;
+        }
+        if (spent < budget) {
+          text.textContent =
+            "searching for the smallest stream that still fails the same way: " +
+            spent + " s of at most " + budget + " s";
+        } else {
+          text.textContent =
+            "the time budget is spent; storing the smallest stream found (" + spent + " s)";
+        }
+      }
+      tick();
+      timers.push(window.setInterval(tick, 500));
+    });
+  });
+})();
