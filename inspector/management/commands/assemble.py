@@ -12,13 +12,11 @@ the input can't be read.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from inspector.assembly import (
     AUTO,
-    FORMATS,
     POLICIES,
     STRICT,
     UnreadableInput,
@@ -29,58 +27,18 @@ from inspector.assembly import (
 from inspector.assembly.jsontext import dumps
 from inspector.lenses import LENSES, read_stream, run_lens
 from inspector.lenses.compare import divergences
-
-UNREADABLE = 2
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
+from inspector.management.streamcommand import UNREADABLE, StreamCommand, whole_number
 
 
-def _entry(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-class Command(BaseCommand):
+class Command(StreamCommand):
     help = "Assemble the tool calls of one stream (SSE, JSON Lines or HAR) and print the result."
-    # The command touches neither the database nor the URLs: skip the checks.
-    requires_system_checks: list[str] = []
-
-    def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
-        """A parser whose usage errors are one line on stderr and exit 2,
-        like every other input that can't be read."""
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-
-        def one_line_error(message: str) -> None:
-            if not parser.called_from_command_line:
-                raise CommandError(f"Error: {message}", returncode=UNREADABLE)
-            sys.stderr.write(f"assemble: {message}\n")
-            sys.exit(UNREADABLE)
-
-        parser.error = one_line_error
-        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="the stream file, or - for standard input")
-        parser.add_argument(
-            "--format",
-            default=AUTO,
-            choices=(AUTO, *FORMATS),
-            help="input format (default: by extension, else by the first bytes)",
-        )
+        self.add_stream_arguments(parser)
         parser.add_argument("--policy", default=STRICT, choices=POLICIES)
         parser.add_argument(
-            "--entry", type=_entry, default=0, help="which event stream of a HAR, counted from 0"
-        )
-        parser.add_argument(
             "--chunk-bytes",
-            type=_positive,
+            type=whole_number(1),
             default=None,
             help="feed the input N bytes at a time (the result must not change)",
         )
@@ -94,7 +52,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         path = options["path"]
-        data = self._read(path)
+        data = self.read_input(path)
         if options["lens"]:
             self._lens(data, None if path == "-" else path, options)
             return
@@ -135,13 +93,3 @@ class Command(BaseCommand):
         document["divergences"] = divergences(lens, result)
         sys.stdout.buffer.write(dumps(document, indent=options["indent"]) + b"\n")
         sys.stdout.flush()
-
-    def _read(self, path: str) -> bytes:
-        if path == "-":
-            return sys.stdin.buffer.read()
-        try:
-            return Path(path).read_bytes()
-        except OSError as error:
-            raise CommandError(
-                f"can't read {path}: {error.strerror or error}", returncode=UNREADABLE
-            ) from None

@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from inspector.assembly import AUTO, FORMATS, UnreadableInput, detect_format
+from inspector.assembly import AUTO, UnreadableInput, detect_format
+from inspector.management.streamcommand import UNREADABLE, StreamCommand
 from inspector.minimize.export import NAME, case_files
 from inspector.minimize.stream import NothingToMinimize, Progress, minimize
-
-UNREADABLE = 2
 
 
 def _seconds(text: str) -> float:
@@ -33,43 +32,14 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _entry(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-class Command(BaseCommand):
+class Command(StreamCommand):
     help = (
         "Minimize a refused stream (delta debugging over frames, tool-call entries and "
         "argument fragments), keeping its strict refusal code."
     )
-    requires_system_checks: list[str] = []
-
-    def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-
-        def one_line_error(message: str) -> None:
-            if not parser.called_from_command_line:
-                raise CommandError(f"Error: {message}", returncode=UNREADABLE)
-            sys.stderr.write(f"minimize: {message}\n")
-            sys.exit(UNREADABLE)
-
-        parser.error = one_line_error
-        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="the stream file, or - for standard input")
-        parser.add_argument(
-            "--format",
-            default=AUTO,
-            choices=(AUTO, *FORMATS),
-            help="input format (default: by extension, else by the first bytes)",
-        )
-        parser.add_argument(
-            "--entry", type=_entry, default=0, help="which event stream of a HAR, counted from 0"
-        )
+        self.add_stream_arguments(parser)
         parser.add_argument(
             "--seconds",
             type=_seconds,
@@ -95,7 +65,7 @@ class Command(BaseCommand):
                 )
         elif name is not None:
             raise CommandError("--name goes with --export DIR", returncode=UNREADABLE)
-        data = self._read(path)
+        data = self.read_input(path)
         fmt = options["format"]
         seconds = options["seconds"] or float(settings.INSPECTOR_MINIMIZE_SECONDS)
         try:
@@ -148,16 +118,6 @@ class Command(BaseCommand):
     def _say(self, line: str) -> None:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-
-    def _read(self, path: str) -> bytes:
-        if path == "-":
-            return sys.stdin.buffer.read()
-        try:
-            return Path(path).read_bytes()
-        except OSError as error:
-            raise CommandError(
-                f"can't read {path}: {error.strerror or error}", returncode=UNREADABLE
-            ) from None
 
 
 def _default_name(path: str) -> str:
