@@ -9,11 +9,13 @@ django_asgi_app = get_asgi_application()  # before importing consumers/routing
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from inspector.access import websocket_application  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": URLRouter(websocket_urlpatterns),
+        # The session's user in scope["user"], then login / share / token checks.
+        "websocket": websocket_application(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -44,10 +44,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on HTML responses: no inline script or style (inspector/access.py).
+    "inspector.access.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Login, share links and API tokens (inspector/access.py); needs request.user.
+    "inspector.access.LoginRequiredUnlessShared",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -64,6 +68,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "inspector.access.context",
             ],
         },
     },
@@ -83,6 +88,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file test DB (not :memory:) so a live server process (ChannelsLiveServerTestCase,
     # daphne subprocess) can see rows written by tests. See toolchain.md pitfall 5.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = BASE_DIR / "test_db.sqlite3"
+    # SQLite has one writer at a time.  A transaction that reads before it writes (closing a
+    # live capture) got "database is locked" at once, without waiting, while an upload was
+    # committing (SQLite's deadlock rule for deferred transactions), and the capture stayed
+    # live.  BEGIN IMMEDIATE takes the write lock first, so every writer waits its turn, up
+    # to `timeout` seconds.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    )
 
 # Channel layer: Redis for cross-process pushes (commands, workers), else in-process memory.
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -143,3 +156,20 @@ INSPECTOR_GUARD_BACKOFF_SECONDS = float(os.environ.get("INSPECTOR_GUARD_BACKOFF_
 # --- Minimizer ---------------------------------------------------------------------------------
 # Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).
 INSPECTOR_MINIMIZE_SECONDS = float(os.environ.get("INSPECTOR_MINIMIZE_SECONDS", 30))
+
+# --- Access and sharing (inspector/access.py; README "Access and sharing") -------------------
+# Django auth guards every page, the upload, the API, ingest and the proxy.
+INSPECTOR_REQUIRE_LOGIN = _env_bool("INSPECTOR_REQUIRE_LOGIN", False)
+# With login required, a capture's share link (its slug URL) still opens it read-only.
+INSPECTOR_SHARING = _env_bool("INSPECTOR_SHARING", True)
+# Tokens for scripts (Authorization: Bearer <token> or X-Inspector-Token: <token>),
+# comma-separated; when any are set, the API, ingest and proxy need one (or a session).
+INSPECTOR_API_TOKENS = [
+    t.strip() for t in os.environ.get("INSPECTOR_API_TOKENS", "").split(",") if t.strip()
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "capture-list"
+LOGOUT_REDIRECT_URL = "login"
+# Set by SecurityMiddleware on every response (these are Django's defaults, stated here).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
@@ -8,6 +9,9 @@ from inspector.live import ingest
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    # Login for INSPECTOR_REQUIRE_LOGIN (inspector/access.py); logout is a POST (Django 5).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/ingest", ingest.open_ingest, name="ingest-open"),
     path("api/ingest/<str:slug>/append", ingest.append_ingest, name="ingest-append"),
     path("api/ingest/<str:slug>/close", ingest.close_ingest, name="ingest-close"),

@@ -4,7 +4,7 @@ comparison of two captures."""
 
 from django.urls import path
 
-from . import comparison, reproducers, views
+from . import comparison, reproducers, sharing, views
 
 urlpatterns = [
     path("", views.capture_list, name="capture-list"),
@@ -16,5 +16,6 @@ urlpatterns = [
     path("c/<str:slug>/result.json", views.download_result, name="capture-result"),
     path("c/<str:slug>/lenses/", reproducers.lens_page, name="capture-lenses"),
     path("c/<str:slug>/minimize", reproducers.minimize_view, name="capture-minimize"),
+    path("c/<str:slug>/rotate/", sharing.rotate_view, name="capture-rotate"),
     path("c/<str:slug>/regression.<str:kind>", reproducers.export_view, name="capture-export"),
 ]
