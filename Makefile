@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py recover_live --force
 	@if $(PY) manage.py help load_demo >/dev/null 2>&1; then \
 		$(PY) manage.py load_demo; \
 	else \

@@ -33,6 +33,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -111,8 +112,14 @@ def _database_url(settings_dict: dict) -> str:
 
 
 @contextlib.contextmanager
-def _daphne(db_url: str, log_path: Path, extra_env: dict[str, str] | None = None):
-    """A `python -m daphne` subprocess on a free port; yields its base URL once /health answers."""
+def _daphne(
+    db_url: str,
+    log_path: Path,
+    extra_env: dict[str, str] | None = None,
+    procs: list[subprocess.Popen] | None = None,
+):
+    """A `python -m daphne` subprocess on a free port; yields its base URL once /health answers
+    (and appends the process to `procs` when given)."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings", "DATABASE_URL": db_url}
     env.update(extra_env or {})
@@ -121,6 +128,8 @@ def _daphne(db_url: str, log_path: Path, extra_env: dict[str, str] | None = None
     cmd.append("inspector.asgi:application")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if procs is not None:
+        procs.append(proc)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20
@@ -180,4 +189,32 @@ def daphne_factory(django_db_setup, django_db_blocker, tmp_path_factory):
             return servers[key]
 
         start.logs = logs
+        yield start
+
+
+class DaphneProcess(NamedTuple):
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+
+@pytest.fixture
+def daphne_process(django_db_setup, django_db_blocker, tmp_path):
+    """`daphne_process(extra_env)` -> DaphneProcess(url, proc, log): a daphne subprocess on the
+    test DB of this test's own (each call starts one), for tests that kill it or read its
+    memory through `proc.pid`.  Stopped at the end of the test if it still runs."""
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        db_url = _database_url(connections["default"].settings_dict)
+    started: list[subprocess.Popen] = []
+    with contextlib.ExitStack() as stack:
+
+        def start(extra_env: dict[str, str] | None = None) -> DaphneProcess:
+            procs: list[subprocess.Popen] = []
+            log_path = tmp_path / f"daphne-{len(started)}.log"
+            url = stack.enter_context(_daphne(db_url, log_path, extra_env, procs))
+            started.extend(procs)
+            return DaphneProcess(url, procs[0], log_path)
+
         yield start

@@ -43,7 +43,6 @@ def assemble_stream(data: bytes, stream_format: str) -> tuple[list[StreamFrame],
     return frames, stream.results
 
 
-@transaction.atomic
 def store_stream(
     data: bytes,
     *,
@@ -56,16 +55,19 @@ def store_stream(
 
     `meta` are further Capture fields (title, source, group, source_url, ...).
     """
+    # Assembled before the transaction opens: on SQLite (BEGIN IMMEDIATE, see settings)
+    # the transaction holds the database's one write lock, for writing only.
     frames, results = assemble_stream(data, stream_format)
-    capture = models.Capture.objects.create(
-        input_format=input_format or stream_format,
-        stream_format=stream_format,
-        **_summary(data, frames, results),
-        **_clean_meta(meta),
-    )
-    touched, marks = _frame_marks(results[STRICT])
-    _store_frames(capture, frames, arrived_ms, touched, marks)
-    _store_results(capture, results)
+    with transaction.atomic():
+        capture = models.Capture.objects.create(
+            input_format=input_format or stream_format,
+            stream_format=stream_format,
+            **_summary(data, frames, results),
+            **_clean_meta(meta),
+        )
+        touched, marks = _frame_marks(results[STRICT])
+        _store_frames(capture, frames, arrived_ms, touched, marks)
+        _store_results(capture, results)
     return capture
 
 
@@ -141,6 +143,19 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 def _text(value: Any) -> Any:
     if type(value) is str and "\x00" in value:
         return value.replace("\x00", "\ufffd")
+    return value
+
+
+# Integer columns hold 32 bits on PostgreSQL (64 on SQLite), but a stream may
+# number a choice or a tool call with any non-negative integer.  Columns read
+# by pages hold such a number clamped to the largest they take; the exact one
+# stays in Assembly.result_json.
+_INT_MAX = 2**31 - 1
+
+
+def _int(value: Any) -> Any:
+    if type(value) is int and value > _INT_MAX:
+        return _INT_MAX
     return value
 
 
@@ -223,9 +238,9 @@ def _store_assembly(
         refusal_message=_text(refusal.message) if refusal else "",
         refusal_frame=refusal.frame if refusal else None,
         refusal_call=document["refusal"]["call"] if refusal else None,
-        refusal_choice=refusal.choice if refusal else None,
+        refusal_choice=_int(refusal.choice) if refusal else None,
         refusal_retryable=refusal.retryable if refusal else None,
-        finish_reason=(first.finish_reason or "") if first else "",
+        finish_reason=_text((first.finish_reason or "")[:40]) if first else "",
         usage=_json(result.usage),
         text=_text(document["text"]),
         result_json=dumps(document).decode(),
@@ -236,10 +251,10 @@ def _store_assembly(
             models.Call(
                 assembly=assembly,
                 position=call.position,
-                choice=call.choice,
+                choice=_int(call.choice),
                 call_id=_text(call.id or ""),
                 name=_text(call.name or ""),
-                index=call.index,
+                index=_int(call.index),
                 started_frame=call.started_frame,
                 settled_frame=call.settled_frame,
                 invalid_at=_json(call.invalid_at),

@@ -1,0 +1,129 @@
+"""Closing live captures that a dead process left open.
+
+A live capture (proxy, ingest) stores each frame as it completes, but its
+assemblies, calls and summary are written only when it closes.  When the
+server process dies mid-stream (killed, crashed, the machine rebooted) the
+capture stays "live" for ever, with its frames and nothing else.
+
+`recover_interrupted()` closes such captures: the stored frames' text is
+joined back into a stream (an SSE block is `raw + "\\n\\n"`, a JSON Lines
+line `raw + "\\n"`, as `snapshot.live_calls` does), assembled under every
+policy, and written with `store.close_capture`, exactly as a live capture
+that ended there would have been.  Every stored frame is kept; the bytes that
+had arrived after the last complete frame were never stored and are gone, so
+the strict assembly usually refuses INCOMPLETE_STREAM (or whatever the
+frames say).  The capture keeps its source and request; `finished` is set.
+
+Telling "left by a dead process" from "still being recorded by another
+process" needs a rule: a capture is stale when nothing was stored for it for
+INSPECTOR_LIVE_STALE_SECONDS (default 120): its last frame's arrival
+(`created` plus the frame's `arrived_ms`), or its creation when it has none.
+`force=True` closes every live capture: right for a single-process server at
+startup (`manage.py recover_live --force`, which `make run` runs), wrong
+while another process is recording.
+
+Differences from the bytes as received: a NUL in a frame was stored as
+U+FFFD (see store._text) and CRLF line endings as LF, so `raw` is rebuilt
+from the frames, not the original bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from inspector.assembly import JSONL
+from inspector.captures import models
+from inspector.captures.store import assemble_stream, close_capture
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STALE_SECONDS = 120.0
+
+
+def stale_seconds() -> float:
+    value = getattr(settings, "INSPECTOR_LIVE_STALE_SECONDS", None)
+    if value is None:
+        value = os.environ.get("INSPECTOR_LIVE_STALE_SECONDS", DEFAULT_STALE_SECONDS)
+    return float(value)
+
+
+def last_activity(capture: models.Capture) -> datetime:
+    """When something was last stored for the capture."""
+    last_ms = capture.frames.aggregate(last=Max("arrived_ms"))["last"]
+    return capture.created + timedelta(milliseconds=max(last_ms or 0.0, 0.0))
+
+
+def stream_of(capture: models.Capture) -> bytes:
+    """The stored frames' text joined back into a stream."""
+    separator = "\n" if capture.stream_format == JSONL else "\n\n"
+    rows = capture.frames.order_by("number").values_list("raw", flat=True)
+    return "".join(raw + separator for raw in rows.iterator()).encode("utf-8", "surrogatepass")
+
+
+def recover_interrupted(
+    *, force: bool = False, stale: float | None = None, now: datetime | None = None
+) -> list[models.Capture]:
+    """Close every live capture left by a dead process (see the module's
+    doc); the captures closed, oldest first."""
+    stale = stale_seconds() if stale is None else stale
+    now = now or timezone.now()
+    live = models.Capture.objects.filter(outcome=models.Capture.Outcome.LIVE)
+    recovered = []
+    for pk in live.order_by("created", "id").values_list("pk", flat=True):
+        try:
+            capture = _recover(pk, force=force, stale=stale, now=now)
+        except Exception:  # noqa: BLE001 - one bad capture must not stop the others
+            logger.exception("recovering live capture %s failed", pk)
+            continue
+        if capture is not None:
+            recovered.append(capture)
+    return recovered
+
+
+def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Capture | None:
+    with transaction.atomic():
+        # Claim it: a capture another process closes meanwhile is skipped.
+        capture = (
+            models.Capture.objects.select_for_update()
+            .defer("raw")
+            .filter(pk=pk, outcome=models.Capture.Outcome.LIVE)
+            .first()
+        )
+        if capture is None:
+            return None
+        if not force and now - last_activity(capture) < timedelta(seconds=stale):
+            return None
+        stored = capture.frames.count()
+        data = stream_of(capture)
+        frames, results = assemble_stream(data, capture.stream_format)
+        if len(frames) != stored:  # never expected: frames re-read as they were read
+            logger.warning(
+                "capture %s: %d stored frames read back as %d", capture.slug, stored, len(frames)
+            )
+        close_capture(capture, data, frames, results)
+    logger.info(
+        "recovered live capture %s: %d frames, %s %s",
+        capture.slug,
+        stored,
+        capture.outcome,
+        capture.refusal_code,
+    )
+    _announce(capture)
+    return capture
+
+
+def _announce(capture: models.Capture) -> None:
+    """Tell list viewers (best effort: at startup there are usually none)."""
+    try:
+        from .broadcast import announce_sync
+
+        announce_sync(capture.slug, capture.outcome)
+    except Exception:  # noqa: BLE001
+        logger.debug("announcing recovered capture %s failed", capture.slug, exc_info=True)
