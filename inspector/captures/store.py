@@ -101,7 +101,7 @@ def close_capture(
     """Write what the assembly of a finished live capture says."""
     touched, marks = _frame_marks(results[STRICT])
     numbers = set(touched) | set(marks)
-    rows = list(capture.frames.filter(number__in=numbers).only("id", "number"))
+    rows = list(capture.frames.filter(number__in=numbers).only("id", "number", "capture_id"))
     for row in rows:
         row.calls = touched.get(row.number, [])
         row.marks = marks.get(row.number, [])

@@ -1,0 +1,349 @@
+"""Latency the recording proxy adds per frame, and frames lost (target: 0).
+
+Run from the repository root:
+
+    .venv/bin/python bench/proxy.py                 # about 30 s
+    .venv/bin/python bench/proxy.py --frames 400 --pace-ms 5 --rounds 8
+
+Everything runs on loopback, in bounded time:
+
+* a fake upstream (`inspector.live.fake_upstream`) in a thread of this process replays a
+  generated tool-call stream (`--frames` frames, one every `--pace-ms`), noting when it
+  wrote each frame (`time.monotonic()`);
+* a daphne subprocess serves the inspector on a scratch SQLite database (or
+  `--database-url`), with INSPECTOR_UPSTREAMS pointing at the fake;
+* a client in this process reads the stream, directly from the fake and through
+  `/proxy/fake/v1/chat/completions`, alternating, `--rounds` times each, and notes when
+  each frame's last byte arrived.
+
+Per frame, latency = arrival at the client - write by the fake (one clock: both are in
+this process).  The added latency is the proxy's latency minus the direct one (p50 from
+p50, p99 from p99).  Frames lost: frames sent by the fake but not relayed to the client
+byte for byte, plus frames sent but not stored in the capture (rows and `raw`).
+
+A burst round (`--burst-frames`, no pace) shows the relay's speed when the recorder
+can't keep up (it waits while reads keep coming) and how long the response's end then
+waits for the recorder to store the backlog (the capture itself closes after the
+response has ended).
+
+Figures go to stdout and to bench-results/proxy.json (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench-results" / "proxy.json"
+sys.path.insert(0, str(ROOT))
+
+from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
+
+
+def tool_stream(frames: int) -> bytes:
+    """A chat-completion stream with one tool call whose arguments arrive in
+    `frames - 5` pieces (5 frames: role, call header, finish, usage, [DONE])."""
+    base = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "gpt-4o-mini",
+        "system_fingerprint": "fp_bench",
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
+
+    pieces = max(1, frames - 5)
+    text = json.dumps({"notes": [f"item {i} with some text" for i in range(pieces)]})
+    size = -(-len(text) // pieces)
+    parts = [text[i * size : (i + 1) * size] for i in range(pieces)]
+    out = [chunk({"role": "assistant", "content": None})]
+    header = {"index": 0, "id": "call_1", "type": "function"}
+    out.append(chunk({"tool_calls": [{**header, "function": {"name": "save", "arguments": ""}}]}))
+    out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts]
+    out.append(chunk({}, "tool_calls"))
+    usage = {"prompt_tokens": 10, "completion_tokens": pieces, "total_tokens": 10 + pieces}
+    out.append(b"data: " + json.dumps({**base, "choices": [], "usage": usage}).encode() + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_stream(client: httpx.Client, url: str, model: str, n: int) -> dict[str, Any]:
+    """POST a streamed request; each frame's arrival time, the body, the headers."""
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": f"#{n}"}]}
+    arrivals: list[float] = []
+    chunks: list[bytes] = []
+    tail = b""
+    with client.stream("POST", url, json=body) as response:
+        response.raise_for_status()
+        headers = dict(response.headers)
+        for data in response.iter_raw():
+            now = time.monotonic()
+            chunks.append(data)
+            tail += data
+            complete = tail.count(b"\n\n")
+            arrivals.extend([now] * complete)
+            tail = tail[tail.rfind(b"\n\n") + 2 :] if complete else tail
+    ended = time.monotonic()
+    return {"arrivals": arrivals, "body": b"".join(chunks), "headers": headers, "ended": ended}
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"daphne exited ({proc.returncode}):\n{log.read_text()}")
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"daphne not healthy after {seconds} s:\n{log.read_text()}")
+        time.sleep(0.1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=200, help="frames per stream (200)")
+    parser.add_argument("--pace-ms", type=float, default=10, help="pause between frames (10)")
+    parser.add_argument("--rounds", type=int, default=5, help="streams each way (5)")
+    parser.add_argument("--burst-frames", type=int, default=5000, help="burst stream (5000)")
+    parser.add_argument(
+        "--gap-ms", type=float, default=0, help="pause between streams (0: back to back)"
+    )
+    parser.add_argument("--database-url", default="", help="default: a scratch SQLite file")
+    parser.add_argument("--redis-url", default="", help="channel layer (default: in-memory)")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    database_url = args.database_url or f"sqlite:///{scratch / 'bench.sqlite3'}"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings"}
+    env["DATABASE_URL"] = database_url
+    env.pop("REDIS_URL", None)
+    if args.redis_url:
+        env["REDIS_URL"] = args.redis_url
+    os.environ.update(
+        {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": env["DJANGO_SETTINGS_MODULE"]}
+    )
+    os.environ.pop("REDIS_URL", None)
+
+    scenarios = scratch / "scenarios"
+    scenarios.mkdir()
+    paced = tool_stream(args.frames)
+    (scenarios / "paced.sse").write_bytes(paced)
+    (scenarios / "paced.json").write_text(json.dumps({"pace_ms": args.pace_ms}))
+    burst = tool_stream(args.burst_frames)
+    (scenarios / "burst.sse").write_bytes(burst)
+
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0", "--noinput"], env=env, cwd=ROOT, check=True)
+
+    import django
+
+    django.setup()
+    from inspector.captures.models import Capture
+
+    fake = FakeUpstream(scenarios).start()
+    port = free_port()
+    env["INSPECTOR_UPSTREAMS"] = f"fake={fake.url}"
+    log = scratch / "daphne.log"
+    with open(log, "wb") as out:
+        daphne = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+            + ["inspector.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    proxy = f"http://127.0.0.1:{port}"
+    report: dict[str, Any] = {}
+    try:
+        wait_healthy(proxy, daphne, log)
+        direct_url = f"{fake.url}/chat/completions"
+        proxy_url = f"{proxy}/proxy/fake/v1/chat/completions"
+        expected = paced.count(b"\n\n")
+        lat: dict[str, list[float]] = {"direct": [], "proxy": []}
+        worst: dict[str, list[tuple[float, int, int]]] = {"direct": [], "proxy": []}
+        tails: list[float] = []  # ms from a proxied stream's last frame to its end
+        lost_client = lost_stored = 0
+        slugs: list[str] = []
+        with httpx.Client(timeout=60) as client:
+            read_stream(client, direct_url, "paced", -1)  # warm both paths up
+            read_stream(client, proxy_url, "paced", -2)
+            n = 0
+            for round_ in range(args.rounds):
+                for way in ("direct", "proxy") if round_ % 2 == 0 else ("proxy", "direct"):
+                    fake.reset()
+                    time.sleep(args.gap_ms / 1000)
+                    n += 1
+                    got = read_stream(
+                        client, direct_url if way == "direct" else proxy_url, "paced", n
+                    )
+                    sent = fake.requests[-1].sent_at
+                    if len(got["arrivals"]) != len(sent) or got["body"] != paced:
+                        lost_client += max(len(sent) - len(got["arrivals"]), 1)
+                    ms = [(a - s) * 1000 for a, s in zip(got["arrivals"], sent, strict=False)]
+                    lat[way] += ms
+                    worst[way] += [(v, round_ + 1, i) for i, v in enumerate(ms)]
+                    if way == "proxy":
+                        slugs.append(got["headers"]["x-inspector-capture"])
+                        tails.append((got["ended"] - got["arrivals"][-1]) * 1000)
+                    print(
+                        f"  round {round_ + 1} {way}: {len(got['arrivals'])} frames",
+                        file=sys.stderr,
+                    )
+
+            # burst: no pace; how long after the client's last byte is the capture closed?
+            fake.reset()
+            started = time.monotonic()
+            got = read_stream(client, proxy_url, "burst", 0)
+            relayed = got["arrivals"][-1]
+            ended = got["ended"]
+            slug = got["headers"]["x-inspector-capture"]
+            burst_ok = got["body"] == burst
+            fake.reset()
+            started_direct = time.monotonic()
+            direct_burst = read_stream(client, direct_url, "burst", 0)
+            direct_s = time.monotonic() - started_direct
+
+        def closed(slug: str, seconds: float = 60) -> Capture:
+            deadline = time.monotonic() + seconds
+            while True:
+                capture = Capture.objects.filter(slug=slug, finished__isnull=False).first()
+                if capture is not None:
+                    return capture
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"capture {slug} not closed after {seconds} s")
+                time.sleep(0.02)
+
+        for slug_ in slugs:
+            capture = closed(slug_)
+            rows = capture.frames.count()
+            if capture.frame_count != expected or rows != expected or bytes(capture.raw) != paced:
+                lost_stored += max(expected - min(rows, capture.frame_count), 1)
+        burst_capture = closed(slug)
+        burst_expected = burst.count(b"\n\n")
+        burst_rows = burst_capture.frames.count()
+        burst_lost = (
+            0
+            if burst_ok
+            and burst_rows == burst_expected
+            and burst_capture.frame_count == burst_expected
+            and bytes(burst_capture.raw) == burst
+            else max(burst_expected - burst_rows, 1)
+        )
+        direct_p50, direct_p99 = quantile(lat["direct"], 0.5), quantile(lat["direct"], 0.99)
+        proxy_p50, proxy_p99 = quantile(lat["proxy"], 0.5), quantile(lat["proxy"], 0.99)
+        report = {
+            "frames_per_stream": expected,
+            "pace_ms": args.pace_ms,
+            "gap_ms": args.gap_ms,
+            "rounds": args.rounds,
+            "frames_measured": {k: len(v) for k, v in lat.items()},
+            "latency_ms": {
+                "direct": {"p50": direct_p50, "p99": direct_p99, "max": max(lat["direct"])},
+                "proxy": {"p50": proxy_p50, "p99": proxy_p99, "max": max(lat["proxy"])},
+                "added": {"p50": proxy_p50 - direct_p50, "p99": proxy_p99 - direct_p99},
+                "proxy_mean": statistics.fmean(lat["proxy"]),
+                "worst": {  # (ms, round, frame)
+                    way: sorted(values, reverse=True)[:10] for way, values in worst.items()
+                },
+            },
+            "end_after_last_frame_ms": {
+                "p50": quantile(tails, 0.5),
+                "max": max(tails),
+            },
+            "frames_lost": {"relayed": lost_client, "stored": lost_stored, "burst": burst_lost},
+            "burst": {
+                "frames": burst_expected,
+                "bytes": len(burst),
+                "direct_s": direct_s,
+                "proxy_s": relayed - started,
+                "response_end_after_last_frame_ms": (ended - relayed) * 1000,
+                "direct_body_ok": direct_burst["body"] == burst,
+            },
+            "environment": {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "database": database_url.split(":")[0],
+                "channel_layer": "redis" if args.redis_url else "in-memory",
+            },
+        }
+    finally:
+        daphne.terminate()
+        try:
+            daphne.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daphne.kill()
+        fake.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    lines = [
+        f"per-frame latency, {report['frames_per_stream']} frames x {args.rounds} streams each way,"
+        f" pace {args.pace_ms} ms, gap {args.gap_ms} ms ({report['environment']['database']},"
+        f" {report['environment']['channel_layer']} channel layer)",
+        "            p50 ms   p99 ms",
+    ]
+    for way in ("direct", "proxy", "added"):
+        figures = report["latency_ms"][way]
+        lines.append(f"  {way:<8} {figures['p50']:8.3f} {figures['p99']:8.3f}")
+    tail = report["end_after_last_frame_ms"]
+    lines.append(
+        f"a proxied response ends {tail['p50']:.1f} ms (p50; max {tail['max']:.1f}) after its last"
+        " frame: the capture is closed first"
+    )
+    lost = report["frames_lost"]
+    total_lost = lost["relayed"] + lost["stored"] + lost["burst"]
+    lines.append(
+        f"frames lost: {total_lost} (relayed {lost['relayed']}, stored {lost['stored']},"
+        f" burst {lost['burst']})  target 0: {'met' if total_lost == 0 else 'MISSED'}"
+    )
+    b = report["burst"]
+    lines.append(
+        f"burst of {b['frames']} frames ({b['bytes']} bytes), no pace:"
+        f" direct {b['direct_s']:.3f} s,"
+        f" through the proxy {b['proxy_s']:.3f} s (last frame); the response ended"
+        f" {b['response_end_after_last_frame_ms']:.0f} ms later (recorder backlog + close)"
+    )
+    print("\n".join(lines))
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({**report, "summary": lines}, indent=2) + "\n")
+    return 0 if total_lost == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Guard mode: `POST /guard/<upstream>/v1/chat/completions`.
+
+The inspector holds the upstream's stream until the strict assembler has
+read all of it.  Accepted: the client gets the stream exactly as the
+upstream sent it.  Refused with a retryable code (INCOMPLETE_STREAM,
+MALFORMED_TOOL_CALL, EMPTY_RESPONSE, UPSTREAM_ERROR): the request is sent
+again, up to `INSPECTOR_GUARD_RETRIES` times (default 2), after a backoff
+of `INSPECTOR_GUARD_BACKOFF_SECONDS` (default 0.5) doubling each time.
+A non-retryable refusal, or an upstream 4xx other than 408/409/425/429
+(sending the same request again can't help), ends the guard at once.
+When no attempt is accepted the client gets 502 with
+
+    {"error": "...", "group": "...",
+     "attempts": [{"attempt", "slug", "url", "outcome", "http_status", "refusal": {...}}]}
+
+and `x-should-retry: false`, so the OpenAI SDK doesn't start another round
+of its own.  Every attempt is recorded as the proxy records one, in one
+attempt group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from .proxy import (
+    CHAT_PATH,
+    Attempt,
+    Outbound,
+    ProxyError,
+    error_body,
+    prepare,
+    record_unreachable,
+    record_whole,
+    send_upstream,
+    stream_format_of,
+)
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_4XX = frozenset({408, 409, 425, 429})
+
+
+def retries() -> int:
+    return max(0, int(getattr(settings, "INSPECTOR_GUARD_RETRIES", 2)))
+
+
+def backoff(retry: int) -> float:
+    """Seconds to wait before retry number `retry` (from 1)."""
+    first = float(getattr(settings, "INSPECTOR_GUARD_BACKOFF_SECONDS", 0.5))
+    return max(0.0, first) * 2 ** (retry - 1)
+
+
+def worth_retrying(attempt: Attempt) -> bool:
+    refusal = attempt.refusal
+    if attempt.message is None or refusal is None or not refusal.get("retryable"):
+        return False
+    status = attempt.status
+    return not (400 <= status < 500 and status not in RETRYABLE_4XX)
+
+
+def accepted(attempt: Attempt) -> bool:
+    return attempt.outcome == "ok" and 200 <= attempt.status < 300
+
+
+async def run_attempt(out: Outbound, group: str | None) -> Attempt:
+    """Send once, read the whole answer into a capture."""
+    started = time.monotonic()
+    try:
+        response = await send_upstream(out)
+    except httpx.HTTPError as error:
+        return await record_unreachable(out, error, started, group=group, mode="guard")
+    return await record_whole(
+        out,
+        response,
+        started,
+        group=group,
+        mode="guard",
+        stream_format=stream_format_of(response),
+    )
+
+
+def summary(attempt: Attempt) -> dict[str, Any]:
+    recording = attempt.recording
+    return {
+        "attempt": recording.attempt if recording else None,
+        "slug": recording.slug if recording else None,
+        "url": recording.url if recording else None,
+        "outcome": attempt.outcome,
+        "http_status": attempt.status,
+        "refusal": attempt.refusal,
+    }
+
+
+def failure(attempts: list[Attempt], reason: str) -> JsonResponse:
+    group = next((a.recording.group for a in attempts if a.recording), None)
+    last = attempts[-1]
+    code = (last.refusal or {}).get("code") or last.outcome
+    response = JsonResponse(
+        {
+            "error": f"guard: no attempt was accepted ({reason}; last refusal {code})",
+            "group": group,
+            "attempts": [summary(a) for a in attempts],
+        },
+        status=502,
+        json_dumps_params={"ensure_ascii": False},
+    )
+    response["x-should-retry"] = "false"
+    if group:
+        response["X-Inspector-Group"] = group
+    return response
+
+
+@csrf_exempt
+async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
+    if request.method != "POST":
+        response = JsonResponse(
+            error_body("use POST for chat completions", "method_not_allowed"), status=405
+        )
+        response["Allow"] = "POST"
+        return response
+    try:
+        out = prepare(request, upstream, CHAT_PATH)
+    except ProxyError as error:
+        return error.response()
+    if not out.stream:
+        return JsonResponse(
+            error_body(
+                'guard mode holds streamed answers: send "stream": true '
+                "(use /proxy/ for other requests)",
+                "guard_needs_stream",
+            ),
+            status=400,
+        )
+    allowed = retries()
+    done: list[Attempt] = []
+    group: str | None = None
+    for number in range(allowed + 1):
+        if number:
+            await asyncio.sleep(backoff(number))
+        attempt = await run_attempt(out, group)
+        done.append(attempt)
+        if attempt.recording is not None:
+            group = attempt.recording.group
+        if accepted(attempt):
+            return attempt.response()
+        if not worth_retrying(attempt):
+            if attempt.message is None:
+                return failure(done, "the attempt could not be recorded")
+            return failure(done, "the refusal is not retryable")
+    return failure(done, f"{allowed} retries used")

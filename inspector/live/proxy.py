@@ -1,0 +1,872 @@
+"""The recording proxy: `POST /proxy/<upstream>/v1/chat/completions`.
+
+A client changes only its base URL.  The request goes to the upstream with
+every header it came with (credentials included) but the inspector's own
+`X-Inspector-*` headers and hop-by-hop ones; the response comes back with
+the upstream's status and headers, and a streamed body is relayed read by
+read, each read forwarded the moment it arrives.
+
+Recording stays off that path: each read is queued with its arrival time
+and a recorder task (see `Recording`) feeds the queue to a `LiveCapture`
+(sync ORM, in `sync_to_async`) while the relay is idle, and publishes the
+batches to the capture's channel-layer group.  The capture's `arrived_ms`
+are the reads' arrival times, counted from the moment the request was sent
+upstream, however far the recorder lags behind.
+
+Faults:
+
+* upstream drops mid-stream: the capture keeps every frame received (a
+  frame cut in half makes the strict assembly refuse INCOMPLETE_STREAM).
+  daphne can't abort a response that has started (an exception raised then
+  leaves the client hanging), so the client is told in-band: the relayed
+  bytes are followed by an `error` frame, which the OpenAI SDK raises as an
+  `APIError` (or, when the cut fell inside a frame, the half frame fails to
+  parse first).  The error frame is not part of the capture.
+* the client disconnects: Django cancels the response; the relay closes the
+  upstream response and closes the capture with what it holds.
+
+A capture is closed (its assemblies stored) before the response's last byte:
+see `RelayResponse`.
+* upstream unreachable: 502 (504 on a connect timeout) with a JSON error in
+  the OpenAI shape, recorded as a capture of that error.
+
+Non-streaming answers (JSON bodies, error pages) are read whole, relayed and
+recorded as a JSON Lines capture of one line: the JSON body (compacted when
+the upstream pretty-printed it), or for a body that isn't JSON, an error
+line that quotes it.  (The assembler reads `delta`s, so a non-streamed
+`chat.completion` is stored faithfully but assembles as EMPTY_RESPONSE; an
+error body assembles as UPSTREAM_ERROR.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.csrf import csrf_exempt
+
+from inspector.assembly.jsontext import compact
+from inspector.captures import models
+from inspector.captures.store import open_capture
+
+from . import attempts, redact
+from .broadcast import merge_batches
+from .session import LIST_GROUP, LiveCapture, capture_group
+from .upstreams import upstream_url, upstreams
+
+logger = logging.getLogger(__name__)
+
+CHAT_PATH = "chat/completions"
+# Request headers not forwarded: hop-by-hop ones, the ones httpx sets itself,
+# and Accept-Encoding (the proxy asks for identity, so it relays and records
+# the bytes as sent; a body compressed anyway is decoded, and relayed without
+# its Content-Encoding).
+REQUEST_SKIP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "expect",
+    }
+)
+RESPONSE_SKIP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "content-encoding",
+        "content-type",
+        "date",
+        "server",
+        "set-cookie",
+    }
+)
+INSPECTOR_PREFIX = "x-inspector-"
+SSE_TYPES = ("text/event-stream",)
+JSONL_TYPES = (
+    "application/x-ndjson",
+    "application/ndjson",
+    "application/jsonl",
+    "application/x-jsonlines",
+    "application/jsonlines",
+)
+ERROR_BODY_QUOTE = 4000
+# Reads that arrive this close together are stored as one (a burst of small
+# reads costs one assembler call and one INSERT, not thousands); each frame's
+# arrival time is then that of the group's last read, never earlier than the
+# frame's true arrival and at most this much later.
+MERGE_SECONDS = 0.001
+# The recorder works while the relay is idle: it waits until no read has come
+# for this long (or until this many reads are waiting), so during a burst the
+# relay doesn't share the interpreter with it.
+QUIET_SECONDS = 0.002
+MAX_BACKLOG = 2000
+
+
+# -- the upstream HTTP client, one per event loop ----------------------------
+
+_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def http_client() -> httpx.AsyncClient:
+    """The shared client of the running loop (connections are kept alive
+    between requests, so a relayed request costs no new handshake)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        timeout = httpx.Timeout(
+            connect=getattr(settings, "INSPECTOR_UPSTREAM_CONNECT_TIMEOUT", 10.0),
+            read=getattr(settings, "INSPECTOR_UPSTREAM_READ_TIMEOUT", 300.0),
+            write=60.0,
+            pool=60.0,
+        )
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        client = httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False)
+        _clients[loop] = client
+    return client
+
+
+# -- the outbound request ----------------------------------------------------
+
+
+class ProxyError(Exception):
+    """Answered as an OpenAI-shaped JSON error, before anything is sent."""
+
+    def __init__(self, status: int, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+    def response(self) -> JsonResponse:
+        return JsonResponse(error_body(str(self), self.kind), status=self.status)
+
+
+def error_body(message: str, kind: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind, **extra}}
+
+
+@dataclass
+class Outbound:
+    """What goes upstream, and what of it may be stored."""
+
+    upstream: str
+    url: str
+    method: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    secrets: list[str]
+    parsed: Any = None  # the request body with secrets removed, when it is JSON
+    request_json: str = ""
+    source_url: str = ""
+    model: str = ""
+    stream: bool = False
+    group_header: str | None = None
+
+
+def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
+    try:
+        known = upstreams()
+    except ImproperlyConfigured as error:
+        raise ProxyError(500, str(error), "inspector_misconfigured") from None
+    url = upstream_url(upstream, path) if upstream in known else None
+    if url is None:
+        names = ", ".join(sorted(known)) or "none (set INSPECTOR_UPSTREAMS)"
+        raise ProxyError(
+            404, f"unknown upstream {upstream!r}; configured: {names}", "unknown_upstream"
+        )
+    query = request.META.get("QUERY_STRING", "")
+    if query:
+        url = f"{url}?{query}"
+    items = redact.header_items(request.headers)
+    secrets = redact.secret_values(items)
+    headers = [
+        (name, value)
+        for name, value in items
+        if name.lower() not in REQUEST_SKIP and not name.lower().startswith(INSPECTOR_PREFIX)
+    ]
+    headers.append(("Accept-Encoding", "identity"))
+    body = request.body
+    out = Outbound(
+        upstream=upstream,
+        url=url,
+        method=request.method or "POST",
+        headers=headers,
+        body=body,
+        secrets=secrets,
+        source_url=redact.redact_url(url, secrets),
+        group_header=request.headers.get(attempts.GROUP_HEADER),
+    )
+    if body:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            out.request_json = ""
+        else:
+            out.parsed = redact.redact_body(parsed, secrets)
+            out.request_json = compact(out.parsed)
+            if isinstance(parsed, dict):
+                model = parsed.get("model")
+                out.model = model[:200] if isinstance(model, str) else ""
+                out.stream = parsed.get("stream") is True
+    return out
+
+
+def forward_headers(response: httpx.Response) -> dict[str, str]:
+    """The upstream's response headers a client may see."""
+    out: dict[str, str] = {}
+    for name, value in response.headers.multi_items():
+        if name.lower() in RESPONSE_SKIP:
+            continue
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def stream_format_of(response: httpx.Response) -> str | None:
+    """sse or jsonl for a streamed body; None for a body read whole."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind in SSE_TYPES:
+        return "sse"
+    if kind in JSONL_TYPES:
+        return "jsonl"
+    return None
+
+
+# -- recording ----------------------------------------------------------------
+
+# SQLite lets one connection write at a time.  Each request has a thread and
+# connection of its own, so in one process the recordings take turns here
+# rather than in SQLite's busy handler (which sleeps and polls; and without
+# BEGIN IMMEDIATE, a transaction that reads before it writes gets "database
+# is locked" at once while another connection writes).
+_sqlite_writes = threading.Lock()
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    if connection.vendor == "sqlite":
+        with _sqlite_writes:
+            yield
+    else:
+        yield
+
+
+class PinnedClock:
+    """`time.monotonic`, unless a time is pinned: the recorder pins each
+    read's arrival time while it appends that read."""
+
+    __slots__ = ("pinned",)
+
+    def __init__(self, pinned: float | None = None) -> None:
+        self.pinned = pinned
+
+    def __call__(self) -> float:
+        pinned = self.pinned
+        return time.monotonic() if pinned is None else pinned
+
+
+async def publish(group: str, message: dict[str, Any]) -> None:
+    """Send to a channel-layer group; a layer failure never stops a relay."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group, message)
+    except Exception:  # noqa: BLE001 - viewers are best effort
+        logger.warning("channel layer: send to %s failed", group, exc_info=True)
+
+
+class Recording:
+    """One capture recorded from one upstream response.
+
+    `feed(bytes, arrival)` only queues; a task appends the queued reads to
+    the `LiveCapture` (all the reads waiting, in one transaction) and
+    publishes one batch message for them (`broadcast.merge_batches`), so
+    a viewer gets a message per read while the recorder keeps up, and no
+    flood when it doesn't.  `finish()` drains the queue,
+    closes the capture and publishes the closing messages.
+    """
+
+    def __init__(
+        self,
+        out: Outbound,
+        clock: PinnedClock,
+        *,
+        group: str | None,
+        stream_format: str,
+        http_status: int | None,
+        mode: str,
+    ) -> None:
+        self.out = out
+        self.clock = clock
+        self.slug = models.new_slug()
+        try:
+            self.url = reverse("capture", args=[self.slug])
+        except NoReverseMatch:
+            self.url = f"/c/{self.slug}/"
+        # Known once the capture exists (the header's group at once).
+        self.group: str | None = group or attempts.group_from_header(out.group_header)
+        self.attempt: int | None = None
+        self._given_group = group
+        self.stream_format = stream_format
+        self.http_status = http_status
+        self.mode = mode
+        self.live: LiveCapture | None = None
+        self.finished: dict[str, Any] | None = None
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._last_feed = 0.0
+        self._failed = False
+        self._task: asyncio.Task | None = None
+        self._finishing: asyncio.Task | None = None
+        self._draining = False
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        out: Outbound,
+        *,
+        stream_format: str,
+        http_status: int | None,
+        started: float,
+        group: str | None = None,
+        mode: str = "proxy",
+    ) -> Recording:
+        """Start recording.  Nothing here touches the database: the recorder
+        task's first job is to number the attempt and create the capture, so
+        the relay never waits for another capture's writes."""
+        recording = cls(
+            out,
+            PinnedClock(started),
+            group=group,
+            stream_format=stream_format,
+            http_status=http_status,
+            mode=mode,
+        )
+        recording._task = keep(asyncio.create_task(recording._run()))
+        return recording
+
+    def headers(self) -> dict[str, str]:
+        """The capture's slug and page; its group and attempt number when
+        known (a streamed response goes out before they are, unless the
+        request named its group)."""
+        out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
+        if self.group:
+            out["X-Inspector-Group"] = self.group
+        if self.attempt is not None:
+            out["X-Inspector-Attempt"] = str(self.attempt)
+        return out
+
+    def feed(self, data: bytes, arrived: float) -> None:
+        self._last_feed = arrived
+        self._queue.put_nowait((data, arrived))
+
+    def _create(self) -> None:
+        out = self.out
+        if self._given_group is None:
+            group, attempt = attempts.assign(out.group_header, out.parsed)
+        else:
+            group, attempt = self._given_group, attempts.next_attempt(self._given_group)
+        self.group, self.attempt = group, attempt
+        with writing():
+            capture = open_capture(
+                stream_format=self.stream_format,
+                slug=self.slug,
+                title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
+                source=models.Capture.Source.PROXY,
+                upstream=out.upstream,
+                provider=out.upstream,
+                source_url=out.source_url,
+                model=out.model,
+                request_json=out.request_json,
+                http_status=self.http_status,
+                attempt_group=group,
+                attempt=attempt,
+            )
+        # The capture's clock starts when the request was sent upstream.
+        self.live = LiveCapture(capture, clock=self.clock)
+        self.clock.pinned = None
+
+    async def _run(self) -> None:
+        try:
+            await sync_to_async(self._create)()
+        except Exception:  # noqa: BLE001 - the relay goes on unrecorded
+            logger.exception("capture %s: opening failed", self.slug)
+            self._failed = True
+        else:
+            await publish(LIST_GROUP, self._changed("opened", models.Capture.Outcome.LIVE))
+        try:
+            await self._record()
+        except Exception:  # noqa: BLE001 - never let `drain()` raise
+            logger.exception("capture %s: the recorder failed", self.slug)
+            self._failed = True
+
+    async def _record(self) -> None:
+        queue = self._queue
+        while True:
+            items = [await queue.get()]
+            while True:
+                while not queue.empty():
+                    items.append(queue.get_nowait())
+                if items[-1] is None or len(items) >= MAX_BACKLOG:
+                    break
+                idle = time.monotonic() - self._last_feed
+                if idle >= QUIET_SECONDS:
+                    break
+                await asyncio.sleep(QUIET_SECONDS - idle)
+            end = items[-1] is None
+            reads = [item for item in items if item is not None]
+            if reads and not self._failed:
+                try:
+                    batches = await sync_to_async(self._append)(reads)
+                except Exception:  # noqa: BLE001 - the relay goes on unrecorded
+                    logger.exception("capture %s: storing frames failed", self.slug)
+                    self._failed = True
+                else:
+                    if batches:  # one message per drain: a backlog goes out as one
+                        message = functools.reduce(merge_batches, batches)
+                        await publish(capture_group(self.slug), message)
+            if end:
+                return
+
+    def _append(self, reads: list[tuple[bytes, float]]) -> list[dict[str, Any]]:
+        out = []
+        with writing(), transaction.atomic():
+            for data, arrived in merge_reads(reads):
+                self.clock.pinned = arrived
+                try:
+                    batch = self.live.append(data)
+                finally:
+                    self.clock.pinned = None
+                if batch is not None:
+                    out.append(batch)
+        return out
+
+    async def drain(self) -> None:
+        """Wait until every queued read is stored."""
+        if not self._draining:
+            self._draining = True
+            self._queue.put_nowait(None)
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def close_sync(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        """Close the capture (sync ORM; once; after `drain`): the closing
+        message, or None when closing failed."""
+        if self._closed:
+            return self.finished
+        self._closed = True
+        if self.live is None:
+            return None
+        try:
+            self.finished = self._close(meta)
+        except Exception:  # noqa: BLE001
+            logger.exception("capture %s: closing failed", self.slug)
+        return self.finished
+
+    async def announce(self, message: dict[str, Any]) -> None:
+        await publish(capture_group(self.slug), message)
+        await publish(LIST_GROUP, self._changed("closed", message["outcome"]))
+
+    def finish(self, **meta: Any) -> asyncio.Task:
+        """Drain, close the capture and announce it (once); await the
+        returned task for the closing message.  It runs as a task of its own,
+        so a second cancellation of the request can't interrupt it."""
+        if self._finishing is None:
+            self._finishing = keep(asyncio.ensure_future(self._finish(meta)))
+        return self._finishing
+
+    async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        await self.drain()
+        message = await sync_to_async(self.close_sync)(meta)
+        if message is not None:
+            await self.announce(message)
+        return message
+
+    def _close(self, meta: dict[str, Any]) -> dict[str, Any]:
+        assert self.live is not None
+        with writing():
+            message = self.live.close(**meta)
+            capture = self.live.capture
+            if not capture.model and self.out.model:
+                # No chunk named its model (an error, a cut): keep the request's.
+                capture.model = self.out.model
+                models.Capture.objects.filter(pk=capture.pk).update(model=self.out.model)
+        return message
+
+    def _changed(self, action: str, outcome: str) -> dict[str, Any]:
+        return {
+            "type": "captures.changed",
+            "action": action,
+            "slug": self.slug,
+            "outcome": outcome,
+            "source": models.Capture.Source.PROXY,
+            "upstream": self.out.upstream,
+            "attempt_group": self.group,
+            "attempt": self.attempt,
+        }
+
+
+def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
+    """Consecutive reads within MERGE_SECONDS of their group's first, joined
+    and stamped with the group's last arrival."""
+    groups: list[tuple[list[bytes], float, float]] = []
+    for data, arrived in reads:
+        if groups and arrived - groups[-1][1] <= MERGE_SECONDS:
+            chunks, first, _ = groups[-1]
+            chunks.append(data)
+            groups[-1] = (chunks, first, arrived)
+        else:
+            groups.append(([data], arrived, arrived))
+    return [(b"".join(chunks), last) for chunks, _, last in groups]
+
+
+# Tasks that must outlive the request that started them (asyncio keeps only
+# weak references to tasks).
+_background: set[asyncio.Task] = set()
+
+
+def keep(task: asyncio.Task) -> asyncio.Task:
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
+async def _aclose(response: httpx.Response) -> None:
+    try:
+        await response.aclose()
+    except Exception:  # noqa: BLE001
+        logger.debug("closing the upstream response failed", exc_info=True)
+
+
+async def finish_quietly(
+    response: httpx.Response | None, recording: Recording | None, **meta: Any
+) -> dict[str, Any] | None:
+    """Close the upstream response and the capture.  The capture closes
+    even if the request is cancelled meanwhile (its closing is a task of
+    its own)."""
+    finishing = recording.finish(**meta) if recording is not None else None
+    if response is not None:
+        await asyncio.shield(_aclose(response))
+    if finishing is None:
+        return None
+    return await asyncio.shield(finishing)
+
+
+# -- attempts: one upstream request, recorded --------------------------------
+
+
+@dataclass
+class Attempt:
+    """One recorded upstream request whose body was read whole (guard mode,
+    non-streamed answers, errors)."""
+
+    recording: Recording | None
+    status: int
+    body: bytes
+    headers: dict[str, str]
+    content_type: str
+    message: dict[str, Any] | None = None
+
+    @property
+    def outcome(self) -> str:
+        return self.message["outcome"] if self.message else "unrecorded"
+
+    @property
+    def refusal(self) -> dict[str, Any] | None:
+        return self.message["refusal"] if self.message else None
+
+    def response(self) -> HttpResponse:
+        headers = dict(self.headers)
+        if self.recording is not None:
+            headers.update(self.recording.headers())
+        return HttpResponse(
+            self.body, status=self.status, content_type=self.content_type, headers=headers
+        )
+
+
+async def send_upstream(out: Outbound) -> httpx.Response:
+    client = http_client()
+    request = client.build_request(out.method, out.url, headers=out.headers, content=out.body)
+    return await client.send(request, stream=True)
+
+
+async def record_unreachable(
+    out: Outbound,
+    error: Exception,
+    started: float,
+    *,
+    group: str | None = None,
+    mode: str = "proxy",
+) -> Attempt:
+    """502 (504 for a timeout) with an OpenAI-shaped JSON error, recorded."""
+    timeout = isinstance(error, httpx.TimeoutException)
+    status = 504 if timeout else 502
+    kind = "upstream_timeout" if timeout else "upstream_unreachable"
+    detail = redact.redact_text(f"{type(error).__name__}: {error}".strip(), out.secrets)
+    message = f"upstream {out.upstream!r} unreachable at {out.source_url}: {detail}"
+    body = error_body(message, kind, upstream=out.upstream)
+    line = orjson.dumps(body) + b"\n"
+    recording = Recording.open(
+        out, stream_format="jsonl", http_status=status, started=started, group=group, mode=mode
+    )
+    recording.feed(line, time.monotonic())
+    done = await finish_quietly(None, recording)
+    body["inspector"] = {"capture": recording.slug, "url": recording.url}
+    return Attempt(recording, status, orjson.dumps(body), {}, "application/json", message=done)
+
+
+def body_line(body: bytes, status: int, content_type: str) -> bytes:
+    """A whole body as one JSON Lines line: the JSON itself (compacted when
+    it spans lines), or an error line quoting a body that isn't JSON."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        text = body.decode("utf-8", "replace")
+        quoted = error_body(
+            f"HTTP {status}: the upstream answered {content_type or 'no content type'}, not JSON",
+            "inspector_non_json_body",
+            body=text[:ERROR_BODY_QUOTE],
+        )
+        return orjson.dumps(quoted) + b"\n"
+    stripped = body.strip()
+    if b"\n" in stripped or b"\r" in stripped:
+        return compact(value).encode() + b"\n"
+    return stripped + b"\n"
+
+
+async def record_whole(
+    out: Outbound,
+    response: httpx.Response,
+    started: float,
+    *,
+    group: str | None = None,
+    mode: str = "proxy",
+    stream_format: str | None = None,
+) -> Attempt:
+    """Read a response whole, record it, and hand it back.  A streamed
+    format is recorded read by read; other bodies as one JSON line."""
+    recording: Recording | None = None
+    chunks: list[bytes] = []
+    status = response.status_code
+    content_type = response.headers.get("content-type", "application/octet-stream")
+    dropped: Exception | None = None
+    try:
+        recording = Recording.open(
+            out,
+            stream_format=stream_format or "jsonl",
+            http_status=status,
+            started=started,
+            group=group,
+            mode=mode,
+        )
+        try:
+            async for data in response.aiter_bytes():
+                arrived = time.monotonic()
+                chunks.append(data)
+                if stream_format is not None:
+                    recording.feed(data, arrived)
+        except httpx.HTTPError as error:  # cut, reset, read timeout, bad encoding
+            dropped = error
+        body = b"".join(chunks)
+        if stream_format is None:
+            if dropped is not None:
+                line = orjson.dumps(
+                    error_body(
+                        f"the upstream dropped the connection mid-body: {dropped!r}",
+                        "upstream_disconnected",
+                    )
+                )
+                recording.feed(line + b"\n", time.monotonic())
+            elif body or status >= 400:
+                recording.feed(body_line(body, status, content_type), time.monotonic())
+    finally:
+        message = await finish_quietly(response, recording)
+    if dropped is not None and stream_format is None:
+        error = error_body(
+            f"upstream {out.upstream!r} dropped the connection mid-body", "upstream_disconnected"
+        )
+        return Attempt(recording, 502, orjson.dumps(error), {}, "application/json", message)
+    return Attempt(recording, status, body, forward_headers(response), content_type, message)
+
+
+# -- the relay -----------------------------------------------------------------
+
+
+class DirectStreamingResponse(StreamingHttpResponse):
+    """A streaming response whose iterator is its async generator itself
+    (not Django's wrapper around it), so Django's `aclosing()` closes the
+    generator, and its `finally` runs, the moment the client goes away."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._iterator
+
+
+class RelayResponse(DirectStreamingResponse):
+    """The relay: each upstream read is forwarded as it arrives and queued
+    for the recorder.  However the relay ends (the stream's end, a drop, the
+    client gone), its `finally` closes the upstream response and then the
+    capture.
+
+    The capture is closed before the response's last byte (the chunked
+    terminator; every frame has gone out by then).  Closing it afterwards,
+    from `close()`, was tried: the client's stream then ends sooner, but
+    the close overlaps the start of that client's next stream and, through
+    the interpreter lock, delays its first frames by as long (bench/proxy.py
+    measured p99 added latency of 70-120 ms back to back instead of 3-6 ms).
+    """
+
+    def __init__(
+        self,
+        upstream: httpx.Response,
+        recording: Recording,
+        stream_format: str,
+        **kwargs: Any,
+    ) -> None:
+        self.upstream = upstream
+        self.recording = recording
+        self.stream_format = stream_format
+        super().__init__(self._relay(), **kwargs)
+
+    async def _relay(self) -> AsyncIterator[bytes]:
+        upstream, recording = self.upstream, self.recording
+        dropped: Exception | None = None
+        try:
+            try:
+                async for data in upstream.aiter_bytes():
+                    recording.feed(data, time.monotonic())
+                    yield data
+            except Exception as error:  # noqa: BLE001 - cut, reset, read timeout...
+                # ...or anything else: an exception out of a started response
+                # would leave a daphne client hanging.
+                dropped = error
+            if dropped is not None:
+                logger.info("upstream %s dropped mid-stream: %r", upstream.url, dropped)
+                yield drop_notice(self.stream_format, dropped)
+        finally:
+            await finish_quietly(upstream, recording)
+
+
+def drop_notice(stream_format: str, error: Exception) -> bytes:
+    """The in-band error a client gets after a relayed stream the upstream
+    cut: an OpenAI-shaped `error` frame."""
+    payload = orjson.dumps(
+        error_body(
+            f"the upstream dropped the connection mid-stream ({type(error).__name__}); "
+            "the inspector relayed every byte it received",
+            "upstream_disconnected",
+        )
+    )
+    if stream_format == "sse":
+        return b"\n\ndata: " + payload + b"\n\n"
+    return b"\n" + payload + b"\n"
+
+
+# -- views -------------------------------------------------------------------
+
+
+def _method_not_allowed() -> JsonResponse:
+    response = JsonResponse(
+        error_body("use POST for chat completions", "method_not_allowed"), status=405
+    )
+    response["Allow"] = "POST"
+    return response
+
+
+@csrf_exempt
+async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
+    """`POST /proxy/<upstream>/v1/chat/completions`: forward, relay, record."""
+    if request.method != "POST":
+        return _method_not_allowed()
+    try:
+        out = prepare(request, upstream, CHAT_PATH)
+    except ProxyError as error:
+        return error.response()
+    started = time.monotonic()
+    try:
+        response = await send_upstream(out)
+    except httpx.HTTPError as error:
+        return (await record_unreachable(out, error, started)).response()
+    stream_format = stream_format_of(response)
+    if stream_format is None:
+        return (await record_whole(out, response, started)).response()
+    # No database work before the response starts: the recorder creates the
+    # capture while the first bytes are already on their way.
+    recording = Recording.open(
+        out, stream_format=stream_format, http_status=response.status_code, started=started
+    )
+    headers = {**forward_headers(response), **recording.headers()}
+    relayed = RelayResponse(
+        response,
+        recording,
+        stream_format,
+        status=response.status_code,
+        content_type=response.headers.get("content-type"),
+        headers=headers,
+    )
+    relayed["Cache-Control"] = response.headers.get("cache-control", "no-cache")
+    relayed["X-Accel-Buffering"] = "no"
+    return relayed
+
+
+async def _passthrough(response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for data in response.aiter_bytes():
+            yield data
+    except Exception:  # noqa: BLE001 - never raise out of a started response (daphne)
+        logger.info("upstream %s dropped a passed-through response", response.url)
+    finally:
+        await finish_quietly(response, None)
+
+
+@csrf_exempt
+async def proxy_other(request: HttpRequest, upstream: str, path: str) -> HttpResponse:
+    """Any other `/proxy/<upstream>/v1/<path>` (models, embeddings...):
+    forwarded and relayed, not recorded."""
+    if any(part in ("..", ".") for part in path.split("/")):
+        return JsonResponse(error_body("no . or .. in proxied paths", "invalid_path"), status=400)
+    try:
+        out = prepare(request, upstream, path)
+    except ProxyError as error:
+        return error.response()
+    try:
+        response = await send_upstream(out)
+    except httpx.HTTPError as error:
+        detail = redact.redact_text(f"{type(error).__name__}: {error}", out.secrets)
+        message = f"upstream {upstream!r} unreachable at {out.source_url}: {detail}"
+        return JsonResponse(error_body(message, "upstream_unreachable"), status=502)
+    return DirectStreamingResponse(
+        _passthrough(response),
+        status=response.status_code,
+        content_type=response.headers.get("content-type"),
+        headers=forward_headers(response),
+    )

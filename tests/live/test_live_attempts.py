@@ -1,0 +1,141 @@
+"""Attempt groups: by header, or by fingerprint within a window; the JSON view."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.test import Client
+from django.utils import timezone
+from live_helpers import CANARY, TOOLS, wait_for
+from openai import OpenAI
+
+from inspector.captures import models
+from inspector.captures.store import store_stream
+from inspector.live import attempts
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def body(**changes):
+    return {"model": "m", "messages": MESSAGES, "tools": TOOLS, "temperature": 0.2, **changes}
+
+
+def add(group: str, attempt: int, data: bytes = b"data: [DONE]\n\n") -> models.Capture:
+    return store_stream(
+        data,
+        stream_format="sse",
+        source="proxy",
+        attempt_group=group,
+        attempt=attempt,
+        http_status=200,
+    )
+
+
+def test_fingerprint_is_canonical_and_covers_model_messages_tools():
+    reordered = {"tools": TOOLS, "temperature": 1.0, "messages": MESSAGES, "model": "m"}
+    assert attempts.fingerprint(body()) == attempts.fingerprint(reordered)
+    assert attempts.fingerprint(body()) == attempts.fingerprint(body(temperature=0.9, n=2))
+    assert attempts.fingerprint(body()) != attempts.fingerprint(body(model="n"))
+    assert attempts.fingerprint(body()) != attempts.fingerprint(body(messages=[]))
+    assert attempts.fingerprint(body()) != attempts.fingerprint(body(tools=None))
+    assert len(attempts.fingerprint(None)) == 64
+
+
+def test_group_from_header():
+    assert attempts.group_from_header("ticket-42") == "ticket-42"
+    assert attempts.group_from_header("  ") is None
+    odd = attempts.group_from_header("a/b c")
+    assert odd == attempts.group_from_header("a/b c") and odd.startswith("h")
+    assert attempts.GROUP_NAME.match(odd)
+
+
+@pytest.mark.django_db
+def test_assign_by_fingerprint_within_the_window(settings):
+    group, number = attempts.assign(None, body())
+    assert number == 1 and group.startswith("f" + attempts.fingerprint(body())[:24] + "-")
+    first = add(group, number)
+    assert attempts.assign(None, body(temperature=1)) == (group, 2)
+    add(group, 2)
+    other, n = attempts.assign(None, body(model="other"))
+    assert other != group and n == 1
+    # the group's last attempt is older than the window: a new group starts
+    settings.INSPECTOR_ATTEMPT_WINDOW_SECONDS = 600
+    old = timezone.now() - timedelta(seconds=601)
+    models.Capture.objects.filter(attempt_group=group).update(created=old)
+    fresh, n = attempts.assign(None, body())
+    assert fresh != group and n == 1
+    # the header wins over the fingerprint
+    assert attempts.assign("ticket-9", body()) == ("ticket-9", 1)
+    add("ticket-9", 1)
+    assert attempts.assign("ticket-9", body(model="x")) == ("ticket-9", 2)
+    assert first.attempt_group == group
+
+
+@pytest.mark.django_db
+def test_attempts_view():
+    ok = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],'
+        b'"usage":{"total_tokens":5}}\n\ndata: [DONE]\n\n'
+    )
+    add("g1", 2, ok)
+    add("g1", 1)
+    response = Client().get("/api/attempts/g1")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["group"] == "g1" and data["count"] == 2 and data["outcome"] == "ok"
+    first, second = data["attempts"]
+    assert first["attempt"] == 1 and first["outcome"] == "refused"
+    assert first["refusal_code"] == "EMPTY_RESPONSE" and first["retryable"] is True
+    assert first["refusal"]["code"] == "EMPTY_RESPONSE"
+    assert first["url"] == f"/c/{first['slug']}/"
+    assert second["outcome"] == "ok" and second["refusal"] is None
+    assert second["usage"] == {"total_tokens": 5}
+    assert Client().get("/api/attempts/nope").status_code == 404
+
+
+@pytest.mark.usefixtures("transactional_db")
+def test_sdk_retries_through_the_proxy_form_one_group(inspector_url, fake, closed_capture):
+    client = OpenAI(
+        api_key=CANARY, base_url=f"{inspector_url}/proxy/fake/v1", max_retries=0, timeout=20
+    )
+    for _ in range(2):
+        with pytest.raises(Exception):  # noqa: B017 - the cut, however the SDK reports it
+            list(
+                client.chat.completions.create(
+                    model="flaky-twice", messages=MESSAGES, tools=TOOLS, stream=True
+                )
+            )
+    list(
+        client.chat.completions.create(
+            model="flaky-twice", messages=MESSAGES, tools=TOOLS, stream=True
+        )
+    )
+    captures = wait_for(
+        lambda: (
+            list(models.Capture.objects.filter(finished__isnull=False).order_by("attempt"))
+            if models.Capture.objects.filter(finished__isnull=False).count() == 3
+            else None
+        )
+    )
+    assert len({c.attempt_group for c in captures}) == 1
+    assert [c.attempt for c in captures] == [1, 2, 3]
+    assert [c.outcome for c in captures] == ["refused", "refused", "ok"]
+    listing = httpx.get(f"{inspector_url}/api/attempts/{captures[0].attempt_group}", timeout=10)
+    assert [a["refusal_code"] for a in listing.json()["attempts"]] == [
+        "INCOMPLETE_STREAM",
+        "INCOMPLETE_STREAM",
+        None,
+    ]
+    # an explicit group
+    response = httpx.post(
+        f"{inspector_url}/proxy/fake/v1/chat/completions",
+        json={"model": "ok-tool-call", "stream": True, "messages": MESSAGES},
+        headers={"X-Inspector-Group": "bug-1234"},
+        timeout=20,
+    )
+    assert response.headers["x-inspector-group"] == "bug-1234"
+    capture = closed_capture(response.headers["x-inspector-capture"])
+    assert capture.attempt_group == "bug-1234" and capture.attempt == 1
+    assert "x-inspector-group" not in fake.served("ok-tool-call")[0].headers

@@ -1,0 +1,114 @@
+"""What the proxy stores of a request: secrets removed, everything else kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from inspector.live import redact
+from inspector.live.upstreams import parse_upstreams, upstream_url, upstreams
+
+
+def test_secret_headers():
+    for name in ("Authorization", "api-key", "X-Api-Key", "Cookie", "x-goog-api-key"):
+        assert redact.is_secret_header(name), name
+    for name in ("Content-Type", "OpenAI-Organization", "User-Agent", "X-Inspector-Group"):
+        assert not redact.is_secret_header(name), name
+
+
+def test_secret_values_from_headers():
+    values = redact.secret_values(
+        [
+            ("Authorization", "Bearer sk-canary-SECRET123"),
+            ("Cookie", "session=abcdefgh12345; theme=dark"),
+            ("api-key", "azure-key-0123456789"),
+            ("User-Agent", "OpenAI/Python 3.57.0"),
+        ]
+    )
+    assert "sk-canary-SECRET123" in values
+    assert "Bearer sk-canary-SECRET123" in values
+    assert "abcdefgh12345" in values
+    assert "azure-key-0123456789" in values
+    assert "dark" not in values  # too short to scrub from text by chance
+    assert not any("OpenAI/Python" in v for v in values)
+    assert values == sorted(values, key=len, reverse=True)
+
+
+def test_body_fields_removed_at_any_depth_schemas_kept():
+    body = {
+        "model": "gpt-4o-mini",
+        "max_tokens": 100,
+        "max_completion_tokens": 50,
+        "api_key": "sk-1",
+        "apiKey": "sk-2",
+        "metadata": {
+            "user": "u1",
+            "access_token": "t",
+            "client-secret": "c",
+            "nested": [{"password": "p"}],
+        },
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "login",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"password": {"type": "string"}, "token": {"type": "string"}},
+                        "required": ["password"],
+                    },
+                },
+            }
+        ],
+        "messages": [{"role": "user", "content": "hello"}],
+    }
+    out = redact.redact_body(body)
+    assert "api_key" not in out and "apiKey" not in out
+    assert out["max_tokens"] == 100 and out["max_completion_tokens"] == 50
+    assert out["metadata"] == {"user": "u1", "nested": [{}]}
+    schema = out["tools"][0]["function"]["parameters"]
+    assert schema == body["tools"][0]["function"]["parameters"]
+    assert out["messages"] == body["messages"]
+    assert body["api_key"] == "sk-1"  # the original is untouched
+
+
+def test_header_secrets_scrubbed_from_any_string():
+    body = {
+        "messages": [{"role": "user", "content": "my key is sk-canary-SECRET123, ok?"}],
+        "extra": {"sk-canary-SECRET123": 1},
+    }
+    out = redact.redact_body(body, ["sk-canary-SECRET123"])
+    assert out["messages"][0]["content"] == "my key is [redacted], ok?"
+    assert out["extra"] == {"[redacted]": 1}
+
+
+def test_redact_fields_setting_adds_names(settings):
+    settings.INSPECTOR_REDACT_FIELDS = ["tenant_code", "X-Customer-Id"]
+    out = redact.redact_body(
+        {"tenant_code": "T1", "customer_id": "c", "x_customer_id": "z", "a": 1}
+    )
+    assert out == {"customer_id": "c", "a": 1}
+
+
+def test_redact_url():
+    url = "https://u:pw@example.openai.azure.com/openai/deployments/x/chat/completions?api-version=2024-06-01&api-key=abc123456789"
+    assert redact.redact_url(url) == (
+        "https://example.openai.azure.com/openai/deployments/x/chat/completions?api-version=2024-06-01"
+    )
+
+
+def test_parse_upstreams():
+    parsed = parse_upstreams("openai=https://llm.example.com/v1/, local=http://127.0.0.1:9100/v1")
+    assert parsed == {"openai": "https://llm.example.com/v1", "local": "http://127.0.0.1:9100/v1"}
+    assert parse_upstreams("") == {}
+    for bad in ("openai", "=http://x/v1", "a=ftp://x", "a b=http://x/v1", "a=http://x/v1?k=1"):
+        with pytest.raises(Exception, match="INSPECTOR_UPSTREAMS"):
+            parse_upstreams(bad)
+
+
+def test_upstreams_from_settings(settings):
+    settings.INSPECTOR_UPSTREAMS = "fake=http://127.0.0.1:9100/v1"
+    assert upstreams() == {"fake": "http://127.0.0.1:9100/v1"}
+    assert upstream_url("fake", "chat/completions") == "http://127.0.0.1:9100/v1/chat/completions"
+    assert upstream_url("other", "chat/completions") is None
+    settings.INSPECTOR_UPSTREAMS = {"x": "https://example.com/v1/"}
+    assert upstreams() == {"x": "https://example.com/v1"}
