@@ -143,6 +143,11 @@ INSPECTOR_UPSTREAMS = os.environ.get("INSPECTOR_UPSTREAMS", "local=http://127.0.
 INSPECTOR_UPSTREAM_CONNECT_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_CONNECT_TIMEOUT", 10))
 INSPECTOR_UPSTREAM_READ_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_READ_TIMEOUT", 300))
 # Extra request-body field names to strip before a request is stored (comma-separated).
+# Extra request headers whose values are never stored (names or patterns, comma-separated,
+# e.g. "x-*-key,x-tenant-secret"); they are still forwarded upstream.
+INSPECTOR_REDACT_HEADERS = [
+    h.strip() for h in os.environ.get("INSPECTOR_REDACT_HEADERS", "").split(",") if h.strip()
+]
 INSPECTOR_REDACT_FIELDS = [
     f.strip() for f in os.environ.get("INSPECTOR_REDACT_FIELDS", "").split(",") if f.strip()
 ]

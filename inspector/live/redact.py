@@ -6,19 +6,22 @@ cookies included) but stores only the request body, and that with
 * every field whose name looks like a secret removed (`api_key`, `password`,
   `access_token`, `client_secret`, ... at any depth, when its value is a
   string, number or null; a dict under such a name, e.g. a tool's JSON
-  schema for a `password` parameter, is kept), plus the names in the setting
-  `INSPECTOR_REDACT_FIELDS`;
+  schema for a `password` parameter, is kept), plus the names or
+  shell-style patterns (`tenant_*`) in the setting `INSPECTOR_REDACT_FIELDS`;
 * every occurrence of a secret header's value (the API key itself) replaced
   by `[redacted]` in whatever string it hides in.
 
 Names are compared without case and without `-`/`_`/spaces, so `api-key`,
-`api_key` and `apiKey` are the same name.
+`api_key` and `apiKey` are the same name.  `INSPECTOR_REDACT_HEADERS` adds
+header names or patterns (`x-*-key`) to the built-in list; those headers are
+still forwarded, and their values are scrubbed from what is stored.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -73,26 +76,39 @@ def compact_name(name: str) -> str:
     return _NOT_NAME.sub("", name.lower())
 
 
+def _setting_names(name: str) -> list[str]:
+    names = getattr(settings, name, ()) or ()
+    if isinstance(names, str):
+        names = names.split(",")
+    return [n.strip() for n in names if n.strip()]
+
+
+def _compact_pattern(pattern: str) -> str:
+    """A name or pattern compacted like `compact_name`, wildcards kept."""
+    return re.sub(r"[^a-z0-9*?\[\]]", "", pattern.lower())
+
+
 def is_secret_header(name: str) -> bool:
     lower = name.lower()
     if lower in SECRET_HEADERS:
+        return True
+    if any(fnmatchcase(lower, p.lower()) for p in _setting_names("INSPECTOR_REDACT_HEADERS")):
         return True
     compact = compact_name(lower)
     return compact.endswith(("apikey", "secret", "token", "password")) or compact == "auth"
 
 
 def extra_fields() -> frozenset[str]:
-    names = getattr(settings, "INSPECTOR_REDACT_FIELDS", ()) or ()
-    if isinstance(names, str):
-        names = names.split(",")
-    return frozenset(compact_name(n) for n in names if n.strip())
+    return frozenset(_compact_pattern(n) for n in _setting_names("INSPECTOR_REDACT_FIELDS"))
 
 
 def is_secret_field(name: str, extra: frozenset[str] = frozenset()) -> bool:
     compact = compact_name(name)
     if not compact:
         return False
-    return compact in SECRET_FIELDS or compact in extra or compact.endswith(SECRET_SUFFIXES)
+    if compact in SECRET_FIELDS or compact in extra or compact.endswith(SECRET_SUFFIXES):
+        return True
+    return any(fnmatchcase(compact, p) for p in extra if "*" in p or "?" in p or "[" in p)
 
 
 def secret_values(headers: Iterable[tuple[str, str]]) -> list[str]:

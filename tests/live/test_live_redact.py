@@ -89,6 +89,24 @@ def test_redact_fields_setting_adds_names(settings):
     assert out == {"customer_id": "c", "a": 1}
 
 
+def test_redact_fields_setting_takes_patterns(settings):
+    settings.INSPECTOR_REDACT_FIELDS = ["tenant_*"]
+    out = redact.redact_body({"tenant_code": "T1", "tenantRegion": "eu", "tenancy": "x"})
+    assert out == {"tenancy": "x"}
+
+
+def test_redact_headers_setting_adds_header_patterns(settings):
+    headers = [("X-Acme-Key", "acme-secret-value-1"), ("X-Trace", "trace-value-12345")]
+    assert redact.secret_values(headers) == []
+    settings.INSPECTOR_REDACT_HEADERS = ["x-*-key"]
+    assert redact.is_secret_header("X-Acme-Key") and not redact.is_secret_header("X-Trace")
+    assert redact.secret_values(headers) == ["acme-secret-value-1"]
+    assert redact.redact_headers(headers) == {
+        "X-Acme-Key": "[redacted]",
+        "X-Trace": "trace-value-12345",
+    }
+
+
 def test_redact_url():
     url = "https://u:pw@example.openai.azure.com/openai/deployments/x/chat/completions?api-version=2024-06-01&api-key=abc123456789"
     assert redact.redact_url(url) == (
