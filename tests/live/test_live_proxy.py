@@ -76,6 +76,24 @@ def test_sdk_stream_through_the_proxy_is_recorded_frame_by_frame(
     assert secret_count() == 0
 
 
+def test_secrets_in_query_string_cookies_and_key_headers_are_forwarded_not_stored(
+    inspector_url, fake, closed_capture, secret_count
+):
+    body = {"model": "ok-tool-call", "messages": MESSAGES, "stream": True}
+    response = httpx.post(
+        f"{inspector_url}/proxy/fake/v1/chat/completions?api-key={CANARY}&api-version=1",
+        json=body,
+        headers={"api-key": CANARY, "x-api-key": CANARY, "Cookie": f"session={CANARY}"},
+        timeout=20,
+    )
+    assert response.status_code == 200 and b"[DONE]" in response.content
+    served = fake.served("ok-tool-call")[0]
+    assert served.headers["api-key"] == CANARY and served.headers["x-api-key"] == CANARY
+    capture = closed_capture(only_capture().slug)
+    assert capture.outcome == "ok" and json.loads(capture.request_json)["messages"] == MESSAGES
+    assert secret_count() == 0
+
+
 def test_relay_is_incremental_and_byte_exact(inspector_url, fake, closed_capture):
     """A slow stream's first frames reach the client long before the upstream ends."""
     scenario = fake.scenario("slow")
