@@ -8,6 +8,7 @@ holds more than a handful of messages, whatever the stream's pace.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -36,7 +37,12 @@ def merge_batches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
 
 
 class Publisher:
-    """Coalescing sender for one capture's messages (async callers)."""
+    """Coalescing sender for one capture's messages (async callers).
+
+    A batch is sent at once when the last send is `interval` old; otherwise
+    it waits, merged with what follows, and a timer sends it when the
+    interval is up, so a stream that pauses never leaves frames unsent.
+    """
 
     def __init__(self, slug: str, *, interval: float = FLUSH_INTERVAL, clock=time.monotonic):
         self.group = capture_group(slug)
@@ -46,12 +52,23 @@ class Publisher:
         self.pending: dict[str, Any] | None = None
         self.last_sent = 0.0
         self.sent = 0
+        self._timer: asyncio.Task | None = None
 
     async def add(self, batch: dict[str, Any] | None) -> None:
         if batch is not None:
             self.pending = batch if self.pending is None else merge_batches(self.pending, batch)
-        if self.pending is not None and self.clock() - self.last_sent >= self.interval:
+        if self.pending is None:
+            return
+        wait = self.last_sent + self.interval - self.clock()
+        if wait <= 0:
             await self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.ensure_future(self._flush_after(wait))
+
+    async def _flush_after(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        self._timer = None
+        await self.flush()
 
     async def flush(self) -> None:
         if self.pending is not None and self.layer is not None:
@@ -62,6 +79,9 @@ class Publisher:
 
     async def finish(self, finished: dict[str, Any]) -> None:
         """Send what is pending, then the closing message, and tell the list."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.pending is not None:
             finished = {
                 **finished,

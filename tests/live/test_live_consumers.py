@@ -150,3 +150,18 @@ async def test_the_ingest_socket_explains_bad_messages():
     await ingest.send_json_to({"open": {"format": "har"}})
     assert (await ingest.receive_json_from(timeout=5))["error"] == "format is sse or jsonl"
     await ingest.disconnect()
+
+
+async def test_a_batch_held_back_by_the_interval_is_sent_when_the_stream_pauses():
+    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    comm = await connect(f"/ws/captures/{live.slug}/")
+    await comm.receive_json_from(timeout=5)  # the snapshot
+    publisher = Publisher(live.slug, interval=0.05)
+    pieces = text_stream(["a", "b"])
+    for piece in pieces[:2]:  # the second one arrives within the interval: held back
+        await publisher.add(await database_sync_to_async(live.append)(piece))
+    numbers = []
+    while numbers != [0, 1]:  # ...and still arrives, with no further frame to push it out
+        numbers += [f["number"] for f in (await comm.receive_json_from(timeout=2))["frames"]]
+    assert publisher.sent == 2 and publisher.pending is None
+    await comm.disconnect()
