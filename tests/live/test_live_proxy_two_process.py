@@ -1,0 +1,164 @@
+"""The recording proxy across two daphne processes joined by Redis: the real
+OpenAI SDK streams a paced scenario through the proxy on process A while a
+websocket viewer on process B watches the capture.  The viewer ends with every
+frame exactly once (snapshot, then live batches deduplicated by number, as the
+page does) and the closing message with the outcome.
+
+Runs only with REDIS_URL set (the in-memory channel layer is per process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+
+import orjson
+import pytest
+from live_helpers import CANARY, text_stream, wait_for
+from openai import OpenAI
+
+from inspector.live.fake_upstream import FakeUpstream
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"), reason="needs REDIS_URL: two processes share a Redis layer"
+)
+
+websockets_sync = pytest.importorskip("websockets.sync.client")
+
+SCENARIO = "paced-words"
+WORDS = 60  # + a role frame, a finish frame and [DONE]
+PACE_MS = 30
+MESSAGES = [{"role": "user", "content": "Say sixty words, slowly."}]
+
+
+@pytest.fixture(scope="module")
+def paced_fake(tmp_path_factory):
+    """A fake upstream of our own whose only scenario is a paced text reply."""
+    directory = tmp_path_factory.mktemp("paced-scenarios")
+    (directory / f"{SCENARIO}.sse").write_text(text_stream(WORDS))
+    (directory / f"{SCENARIO}.json").write_text(json.dumps({"pace_ms": PACE_MS}))
+    fake = FakeUpstream(directory).start()
+    yield fake
+    fake.stop()
+
+
+def ws_url(base: str, path: str) -> str:
+    return base.replace("http://", "ws://", 1) + path
+
+
+class Viewer(threading.Thread):
+    """Reads one websocket in a thread until `until(message)` or a timeout;
+    constructed once the socket is open."""
+
+    def __init__(self, url: str, until) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.until = until
+        self.messages: list[dict] = []
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self.start()
+        assert self.ready.wait(15), f"no connection to {self.url}"
+        assert self.error is None, self.error
+
+    def run(self) -> None:
+        try:
+            with websockets_sync.connect(self.url, open_timeout=10) as socket:
+                self.ready.set()
+                while True:
+                    message = orjson.loads(socket.recv(timeout=20))
+                    self.messages.append(message)
+                    if self.until(message):
+                        return
+        except BaseException as error:  # reported by the test
+            self.error = error
+            self.ready.set()
+
+
+class SdkStream(threading.Thread):
+    """The real OpenAI SDK streaming one completion through the proxy; `slugs`
+    gets the capture's slug from the response headers as soon as they arrive."""
+
+    def __init__(self, base: str, model: str) -> None:
+        super().__init__(daemon=True)
+        self.client = OpenAI(
+            api_key=CANARY, base_url=f"{base}/proxy/fake/v1", max_retries=0, timeout=20
+        )
+        self.model = model
+        self.slugs: queue.Queue[str] = queue.Queue()
+        self.chunks: list = []
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with self.client.chat.completions.with_streaming_response.create(
+                model=self.model, messages=MESSAGES, stream=True
+            ) as response:
+                self.slugs.put(response.headers["x-inspector-capture"])
+                for chunk in response.parse():
+                    self.chunks.append(chunk)
+        except BaseException as error:  # reported by the test
+            self.error = error
+            self.slugs.put("")
+
+
+def test_a_viewer_on_process_b_sees_every_frame_the_proxy_on_process_a_records_once(
+    daphne_factory, paced_fake, transactional_db
+):
+    from inspector.captures.models import Capture
+
+    a = daphne_factory(
+        {"INSPECTOR_UPSTREAMS": f"fake={paced_fake.url}", "INSPECTOR_TEST_PROCESS": "A"}
+    )
+    b = daphne_factory({"INSPECTOR_TEST_PROCESS": "B"})
+    assert a != b
+    scenario = paced_fake.scenario(SCENARIO)
+    total = len(scenario.frames)
+    assert total == WORDS + 3
+
+    client = SdkStream(a, SCENARIO)
+    slug = client.slugs.get(timeout=15)
+    assert slug, client.error
+    # The recorder creates the capture while the first bytes are on their way.
+    wait_for(lambda: Capture.objects.filter(slug=slug).exists(), 10, f"capture {slug}")
+    viewer = Viewer(ws_url(b, f"/ws/captures/{slug}/?after=-1"), lambda m: m["type"] == "finished")
+    viewer.join(30)
+    client.join(30)
+    assert not viewer.is_alive() and not client.is_alive(), "timed out"
+    assert viewer.error is None and client.error is None, (viewer.error, client.error)
+
+    # The SDK got the whole reply.
+    words = "".join(c.choices[0].delta.content or "" for c in client.chunks if c.choices)
+    assert words == "".join(f"word{i} " for i in range(WORDS))
+
+    types = [m["type"] for m in viewer.messages]
+    assert types[0] == "snapshot" and types[-1] == "finished"
+    assert set(types[1:-1]) <= {"frames"}
+    snapshot = viewer.messages[0]
+    assert snapshot["slug"] == slug and snapshot["outcome"] == "live"
+    # Dedup as the page does: the snapshot's numbers, then only numbers past the last seen.
+    seen = [f["number"] for f in snapshot["frames"]]
+    assert len(seen) < total, "the viewer joined after the stream had ended"
+    for message in viewer.messages[1:]:
+        for frame in message["frames"]:
+            if not seen or frame["number"] > seen[-1]:
+                seen.append(frame["number"])
+    assert seen == list(range(total))
+    live_numbers = [f["number"] for m in viewer.messages[1:] for f in m["frames"]]
+    assert live_numbers, "no frame arrived live"
+    assert len(live_numbers) == len(set(live_numbers))  # live batches never repeat a frame
+
+    finished = viewer.messages[-1]
+    assert finished["slug"] == slug
+    assert finished["outcome"] == "ok" and finished["refusal"] is None
+    assert finished["frame_count"] == total == len(seen)
+
+    capture = wait_for(
+        lambda: Capture.objects.filter(slug=slug).exclude(finished=None).first(), 10, "close"
+    )
+    assert capture.source == "proxy" and capture.upstream == "fake"
+    assert capture.outcome == "ok" and capture.frame_count == total
+    assert bytes(capture.raw) == scenario.raw
+    assert [s.ended for s in paced_fake.served(SCENARIO)] == ["complete"]
