@@ -17,7 +17,7 @@ from channels.layers import get_channel_layer
 
 from .session import LIST_GROUP, capture_group
 
-FLUSH_INTERVAL = 0.02  # seconds
+FLUSH_INTERVAL = 0.01  # seconds
 
 
 def merge_batches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
