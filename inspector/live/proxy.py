@@ -41,34 +41,24 @@ error body assembles as UPSTREAM_ERROR.)
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import orjson
-from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from inspector.assembly.jsontext import compact
-from inspector.captures import models
-from inspector.captures.store import open_capture
 
 from . import attempts, redact
-from .broadcast import merge_batches
-from .session import LIST_GROUP, LiveCapture, capture_group
+from .recording import Recording
 from .upstreams import upstream_url, upstreams
 
 logger = logging.getLogger(__name__)
@@ -121,16 +111,6 @@ JSONL_TYPES = (
     "application/jsonlines",
 )
 ERROR_BODY_QUOTE = 4000
-# Reads that arrive this close together are stored as one (a burst of small
-# reads costs one assembler call and one INSERT, not thousands); each frame's
-# arrival time is then that of the group's last read, never earlier than the
-# frame's true arrival and at most this much later.
-MERGE_SECONDS = 0.001
-# The recorder works while the relay is idle: it waits until no read has come
-# for this long (or until this many reads are waiting), so during a burst the
-# relay doesn't share the interpreter with it.
-QUIET_SECONDS = 0.002
-MAX_BACKLOG = 2000
 
 
 # -- the upstream HTTP client, one per event loop ----------------------------
@@ -259,306 +239,6 @@ def stream_format_of(response: httpx.Response) -> str | None:
     if kind in JSONL_TYPES:
         return "jsonl"
     return None
-
-
-# -- recording ----------------------------------------------------------------
-
-# SQLite lets one connection write at a time.  Each request has a thread and
-# connection of its own, so in one process the recordings take turns here
-# rather than in SQLite's busy handler (which sleeps and polls; and without
-# BEGIN IMMEDIATE, a transaction that reads before it writes gets "database
-# is locked" at once while another connection writes).
-_sqlite_writes = threading.Lock()
-
-
-@contextmanager
-def writing() -> Iterator[None]:
-    if connection.vendor == "sqlite":
-        with _sqlite_writes:
-            yield
-    else:
-        yield
-
-
-class PinnedClock:
-    """`time.monotonic`, unless a time is pinned: the recorder pins each
-    read's arrival time while it appends that read."""
-
-    __slots__ = ("pinned",)
-
-    def __init__(self, pinned: float | None = None) -> None:
-        self.pinned = pinned
-
-    def __call__(self) -> float:
-        pinned = self.pinned
-        return time.monotonic() if pinned is None else pinned
-
-
-async def publish(group: str, message: dict[str, Any]) -> None:
-    """Send to a channel-layer group; a layer failure never stops a relay."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        await layer.group_send(group, message)
-    except Exception:  # noqa: BLE001 - viewers are best effort
-        logger.warning("channel layer: send to %s failed", group, exc_info=True)
-
-
-class Recording:
-    """One capture recorded from one upstream response.
-
-    `feed(bytes, arrival)` only queues; a task appends the queued reads to
-    the `LiveCapture` (all the reads waiting, in one transaction) and
-    publishes one batch message for them (`broadcast.merge_batches`), so
-    a viewer gets a message per read while the recorder keeps up, and no
-    flood when it doesn't.  `finish()` drains the queue,
-    closes the capture and publishes the closing messages.
-    """
-
-    def __init__(
-        self,
-        out: Outbound,
-        clock: PinnedClock,
-        *,
-        group: str | None,
-        stream_format: str,
-        http_status: int | None,
-        mode: str,
-    ) -> None:
-        self.out = out
-        self.clock = clock
-        self.slug = models.new_slug()
-        try:
-            self.url = reverse("capture", args=[self.slug])
-        except NoReverseMatch:
-            self.url = f"/c/{self.slug}/"
-        # Known once the capture exists (the header's group at once).
-        self.group: str | None = group or attempts.group_from_header(out.group_header)
-        self.attempt: int | None = None
-        self._given_group = group
-        self.stream_format = stream_format
-        self.http_status = http_status
-        self.mode = mode
-        self.live: LiveCapture | None = None
-        self.finished: dict[str, Any] | None = None
-        self._queue: asyncio.Queue = asyncio.Queue()
-        self._last_feed = 0.0
-        self._failed = False
-        self._task: asyncio.Task | None = None
-        self._finishing: asyncio.Task | None = None
-        self._draining = False
-        self._closed = False
-
-    @classmethod
-    def open(
-        cls,
-        out: Outbound,
-        *,
-        stream_format: str,
-        http_status: int | None,
-        started: float,
-        group: str | None = None,
-        mode: str = "proxy",
-    ) -> Recording:
-        """Start recording.  Nothing here touches the database: the recorder
-        task's first job is to number the attempt and create the capture, so
-        the relay never waits for another capture's writes."""
-        recording = cls(
-            out,
-            PinnedClock(started),
-            group=group,
-            stream_format=stream_format,
-            http_status=http_status,
-            mode=mode,
-        )
-        recording._task = keep(asyncio.create_task(recording._run()))
-        return recording
-
-    def headers(self) -> dict[str, str]:
-        """The capture's slug and page; its group and attempt number when
-        known (a streamed response goes out before they are, unless the
-        request named its group)."""
-        out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
-        if self.group:
-            out["X-Inspector-Group"] = self.group
-        if self.attempt is not None:
-            out["X-Inspector-Attempt"] = str(self.attempt)
-        return out
-
-    def feed(self, data: bytes, arrived: float) -> None:
-        self._last_feed = arrived
-        self._queue.put_nowait((data, arrived))
-
-    def _create(self) -> None:
-        out = self.out
-        if self._given_group is None:
-            group, attempt = attempts.assign(out.group_header, out.parsed)
-        else:
-            group, attempt = self._given_group, attempts.next_attempt(self._given_group)
-        self.group, self.attempt = group, attempt
-        with writing():
-            capture = open_capture(
-                stream_format=self.stream_format,
-                slug=self.slug,
-                title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
-                source=models.Capture.Source.PROXY,
-                upstream=out.upstream,
-                provider=out.upstream,
-                source_url=out.source_url,
-                model=out.model,
-                request_json=out.request_json,
-                http_status=self.http_status,
-                attempt_group=group,
-                attempt=attempt,
-            )
-        # The capture's clock starts when the request was sent upstream.
-        self.live = LiveCapture(capture, clock=self.clock)
-        self.clock.pinned = None
-
-    async def _run(self) -> None:
-        try:
-            await sync_to_async(self._create)()
-        except Exception:  # noqa: BLE001 - the relay goes on unrecorded
-            logger.exception("capture %s: opening failed", self.slug)
-            self._failed = True
-        else:
-            await publish(LIST_GROUP, self._changed("opened", models.Capture.Outcome.LIVE))
-        try:
-            await self._record()
-        except Exception:  # noqa: BLE001 - never let `drain()` raise
-            logger.exception("capture %s: the recorder failed", self.slug)
-            self._failed = True
-
-    async def _record(self) -> None:
-        queue = self._queue
-        while True:
-            items = [await queue.get()]
-            while True:
-                while not queue.empty():
-                    items.append(queue.get_nowait())
-                if items[-1] is None or len(items) >= MAX_BACKLOG:
-                    break
-                idle = time.monotonic() - self._last_feed
-                if idle >= QUIET_SECONDS:
-                    break
-                await asyncio.sleep(QUIET_SECONDS - idle)
-            end = items[-1] is None
-            reads = [item for item in items if item is not None]
-            if reads and not self._failed:
-                try:
-                    batches = await sync_to_async(self._append)(reads)
-                except Exception:  # noqa: BLE001 - the relay goes on unrecorded
-                    logger.exception("capture %s: storing frames failed", self.slug)
-                    self._failed = True
-                else:
-                    if batches:  # one message per drain: a backlog goes out as one
-                        message = functools.reduce(merge_batches, batches)
-                        await publish(capture_group(self.slug), message)
-            if end:
-                return
-
-    def _append(self, reads: list[tuple[bytes, float]]) -> list[dict[str, Any]]:
-        out = []
-        with writing(), transaction.atomic():
-            for data, arrived in merge_reads(reads):
-                self.clock.pinned = arrived
-                try:
-                    batch = self.live.append(data)
-                finally:
-                    self.clock.pinned = None
-                if batch is not None:
-                    out.append(batch)
-        return out
-
-    async def drain(self) -> None:
-        """Wait until every queued read is stored."""
-        if not self._draining:
-            self._draining = True
-            self._queue.put_nowait(None)
-        if self._task is not None:
-            await asyncio.shield(self._task)
-
-    def close_sync(self, meta: dict[str, Any]) -> dict[str, Any] | None:
-        """Close the capture (sync ORM; once; after `drain`): the closing
-        message, or None when closing failed."""
-        if self._closed:
-            return self.finished
-        self._closed = True
-        if self.live is None:
-            return None
-        try:
-            self.finished = self._close(meta)
-        except Exception:  # noqa: BLE001
-            logger.exception("capture %s: closing failed", self.slug)
-        return self.finished
-
-    async def announce(self, message: dict[str, Any]) -> None:
-        await publish(capture_group(self.slug), message)
-        await publish(LIST_GROUP, self._changed("closed", message["outcome"]))
-
-    def finish(self, **meta: Any) -> asyncio.Task:
-        """Drain, close the capture and announce it (once); await the
-        returned task for the closing message.  It runs as a task of its own,
-        so a second cancellation of the request can't interrupt it."""
-        if self._finishing is None:
-            self._finishing = keep(asyncio.ensure_future(self._finish(meta)))
-        return self._finishing
-
-    async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
-        await self.drain()
-        message = await sync_to_async(self.close_sync)(meta)
-        if message is not None:
-            await self.announce(message)
-        return message
-
-    def _close(self, meta: dict[str, Any]) -> dict[str, Any]:
-        assert self.live is not None
-        with writing():
-            message = self.live.close(**meta)
-            capture = self.live.capture
-            if not capture.model and self.out.model:
-                # No chunk named its model (an error, a cut): keep the request's.
-                capture.model = self.out.model
-                models.Capture.objects.filter(pk=capture.pk).update(model=self.out.model)
-        return message
-
-    def _changed(self, action: str, outcome: str) -> dict[str, Any]:
-        return {
-            "type": "captures.changed",
-            "action": action,
-            "slug": self.slug,
-            "outcome": outcome,
-            "source": models.Capture.Source.PROXY,
-            "upstream": self.out.upstream,
-            "attempt_group": self.group,
-            "attempt": self.attempt,
-        }
-
-
-def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
-    """Consecutive reads within MERGE_SECONDS of their group's first, joined
-    and stamped with the group's last arrival."""
-    groups: list[tuple[list[bytes], float, float]] = []
-    for data, arrived in reads:
-        if groups and arrived - groups[-1][1] <= MERGE_SECONDS:
-            chunks, first, _ = groups[-1]
-            chunks.append(data)
-            groups[-1] = (chunks, first, arrived)
-        else:
-            groups.append(([data], arrived, arrived))
-    return [(b"".join(chunks), last) for chunks, _, last in groups]
-
-
-# Tasks that must outlive the request that started them (asyncio keeps only
-# weak references to tasks).
-_background: set[asyncio.Task] = set()
-
-
-def keep(task: asyncio.Task) -> asyncio.Task:
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-    return task
 
 
 async def _aclose(response: httpx.Response) -> None:

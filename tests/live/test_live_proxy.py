@@ -304,18 +304,18 @@ async def test_publishes_batches_and_list_changes(settings, fake, monkeypatch):
     from django.db import connections
     from django.test import AsyncClient
 
-    from inspector.live import proxy
+    from inspector.live import recording
     from inspector.live.session import LIST_GROUP, capture_group
 
     settings.INSPECTOR_UPSTREAMS = f"fake={fake.url}"
     sent: list[tuple[str, dict]] = []
-    original = proxy.publish
+    original = recording.publish
 
     async def spy(group: str, message: dict) -> None:
         sent.append((group, message))
         await original(group, message)
 
-    monkeypatch.setattr(proxy, "publish", spy)
+    monkeypatch.setattr(recording, "publish", spy)
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(LIST_GROUP, channel)
