@@ -621,6 +621,12 @@
       root.dataset.outcome = outcome;
       root.classList.remove("outcome-edge-live");
       root.classList.add("outcome-edge-" + outcome);
+      // This capture's own entry in the attempt strip says the same.
+      var attemptBadge = document.querySelector(".attempt.is-current .badge");
+      if (attemptBadge) {
+        attemptBadge.textContent = outcome;
+        attemptBadge.className = "badge outcome-" + outcome;
+      }
     }
 
     function finish(outcome, refusal, refusalCode) {

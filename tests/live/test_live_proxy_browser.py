@@ -145,6 +145,7 @@ def test_a_capture_page_grows_while_the_sdk_streams_through_the_proxy_and_shows_
     # The close: outcome refused, every frame once.
     expect(badge).to_have_text("refused", timeout=15_000)
     expect(page.locator("[data-live-status]")).to_have_text("closed")
+    expect(page.locator(".attempt.is-current .badge")).to_have_text("refused")
     assert frame_numbers(page) == list(range(total))
     expect(page.locator("[data-frame-count]").first).to_have_text(str(total))
     page.screenshot(path=f"{output_path}/proxy_live_refused.png", full_page=True)
