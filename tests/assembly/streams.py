@@ -139,3 +139,30 @@ def events_of(result: dict[str, Any], *wanted: str) -> list[dict[str, Any]]:
 
 def code(result: dict[str, Any]) -> str | None:
     return result["refusal"]["code"] if result["refusal"] else None
+
+
+# The spec's event types (section 7), and those that concern one call.
+EVENT_TYPES = {
+    "text_delta",
+    "reasoning_delta",
+    "identity",
+    "identity_ignored",
+    "toolcall_start",
+    "toolcall_delta",
+    "settled",
+    "toolcall_end",
+    "dropped",
+    "anomaly",
+    "usage",
+    "finish",
+    "done",
+    "refusal",
+}
+CALL_EVENT_TYPES = {
+    "identity",
+    "identity_ignored",
+    "toolcall_start",
+    "toolcall_delta",
+    "settled",
+    "toolcall_end",
+}

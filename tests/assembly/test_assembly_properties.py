@@ -9,37 +9,13 @@ from pathlib import Path
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streams import DONE, OMIT, USAGE, chunk, data_line, sse, tool
+from streams import CALL_EVENT_TYPES, DONE, EVENT_TYPES, OMIT, USAGE, chunk, data_line, sse, tool
 
 from inspector.assembly import ANOMALY_KINDS, StreamAssembler, assemble
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-EVENT_TYPES = {
-    "text_delta",
-    "reasoning_delta",
-    "identity",
-    "identity_ignored",
-    "toolcall_start",
-    "toolcall_delta",
-    "settled",
-    "toolcall_end",
-    "dropped",
-    "anomaly",
-    "usage",
-    "finish",
-    "done",
-    "refusal",
-}
-CALL_EVENTS = {
-    "identity",
-    "identity_ignored",
-    "toolcall_start",
-    "toolcall_delta",
-    "settled",
-    "toolcall_end",
-}
 
 # -- strategies ------------------------------------------------------------------------------
 
@@ -216,7 +192,7 @@ def check_invariants(result: dict) -> None:
     assert {e["type"] for e in events} <= EVENT_TYPES
     assert {a["kind"] for a in result["anomalies"]} <= set(ANOMALY_KINDS)
     for event in events:
-        if event["type"] in CALL_EVENTS:
+        if event["type"] in CALL_EVENT_TYPES:
             assert 0 <= event["call"] < len(calls)
 
     starts = [e for e in events if e["type"] == "toolcall_start"]

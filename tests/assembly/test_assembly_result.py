@@ -7,7 +7,9 @@ from pathlib import Path
 import orjson
 import pytest
 from streams import (
+    CALL_EVENT_TYPES,
     DONE,
+    EVENT_TYPES,
     USAGE,
     calls,
     chunk,
@@ -61,30 +63,6 @@ CALL_KEYS = {
     "frames",
 }
 REFUSAL_KEYS = {"code", "message", "frame", "call", "choice", "retryable"}
-EVENT_TYPES = {
-    "text_delta",
-    "reasoning_delta",
-    "identity",
-    "identity_ignored",
-    "toolcall_start",
-    "toolcall_delta",
-    "settled",
-    "toolcall_end",
-    "dropped",
-    "anomaly",
-    "usage",
-    "finish",
-    "done",
-    "refusal",
-}
-CALL_EVENT_TYPES = {
-    "identity",
-    "identity_ignored",
-    "toolcall_start",
-    "toolcall_delta",
-    "settled",
-    "toolcall_end",
-}
 SPEC_ANOMALY_KINDS = {
     "unterminated_frame",
     "malformed_entry",
