@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
+from capture_streams import DONE, chunk, jsonl, sse, tool
 from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
@@ -27,46 +28,6 @@ CAPTURE_MODELS = (models.Capture, models.Frame, models.Assembly, models.Call, mo
 # -- small fixture streams ----------------------------------------------------
 
 
-def tool(index: int = 0, id: str | None = None, name: str | None = None, args: str | None = None):
-    entry: dict[str, Any] = {"index": index}
-    if id is not None:
-        entry["id"] = id
-    function: dict[str, Any] = {}
-    if name is not None:
-        function["name"] = name
-    if args is not None:
-        function["arguments"] = args
-    if function:
-        entry["function"] = function
-    return entry
-
-
-def chunk(*tools: dict, content: str | None = None, finish: str | None = None, model="gpt-test"):
-    delta: dict[str, Any] = {}
-    if content is not None:
-        delta["content"] = content
-    if tools:
-        delta["tool_calls"] = list(tools)
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def sse(*items: Any) -> bytes:
-    return "".join(
-        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
-        for item in items
-    ).encode()
-
-
-def jsonl(*items: Any) -> bytes:
-    return b"".join(orjson.dumps(item) + b"\n" for item in items)
-
-
-DONE = "data: [DONE]\n\n"
 OK_CHUNKS = (
     chunk(tool(0, "call_A", "read", '{"path":')),
     chunk(tool(0, args=' "/a"}')),

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from capture_streams import DONE, chunk, sse, tool
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -23,45 +24,7 @@ from inspector.captures.store import store_stream
 pytestmark = pytest.mark.django_db
 
 DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
-DONE = "data: [DONE]\n\n"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
-
-
-def tool(index: int = 0, id: str | None = None, name: str | None = None, args: str | None = None):
-    entry: dict[str, Any] = {"index": index}
-    if id is not None:
-        entry["id"] = id
-    function: dict[str, Any] = {}
-    if name is not None:
-        function["name"] = name
-    if args is not None:
-        function["arguments"] = args
-    entry["function"] = function
-    return entry
-
-
-def chunk(*tools: dict, content: str | None = None, finish: str | None = None, usage=None):
-    delta: dict[str, Any] = {}
-    if content is not None:
-        delta["content"] = content
-    if tools:
-        delta["tool_calls"] = list(tools)
-    payload: dict[str, Any] = {
-        "id": "chatcmpl-pages",
-        "object": "chat.completion.chunk",
-        "model": "gpt-pages",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    if usage is not None:
-        payload["usage"] = usage
-    return payload
-
-
-def sse(*items: Any) -> bytes:
-    return "".join(
-        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
-        for item in items
-    ).encode()
 
 
 def long_stream(fragments: int) -> bytes:
@@ -118,7 +81,7 @@ def test_list_filters_by_outcome_refusal_model_and_title(client):
     assert titles() == {"parallel calls", "ambiguous one", "renamed call", "chat"}
     assert titles(outcome="ok") == {"parallel calls", "chat"}
     assert titles(outcome="refused", refusal="IDENTITY_CONFLICT") == {"renamed call"}
-    assert titles(model="gpt-pages") == {"chat"}
+    assert titles(model="gpt-test") == {"chat"}
     assert titles(q="CALL") == {"parallel calls", "renamed call"}
     assert titles(outcome="refused", q="parallel") == set()
 

@@ -3,10 +3,9 @@ policy, their calls and the strict calls' fragments."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 import pytest
+from capture_streams import DONE, chunk, sse, tool
 
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
@@ -16,45 +15,6 @@ from inspector.captures.store import store_stream
 pytestmark = pytest.mark.django_db
 
 
-def tool(index: int = 0, id: str | None = None, name: str | None = None, args: str | None = None):
-    entry: dict[str, Any] = {"index": index}
-    if id is not None:
-        entry["id"] = id
-    function: dict[str, Any] = {}
-    if name is not None:
-        function["name"] = name
-    if args is not None:
-        function["arguments"] = args
-    if function:
-        entry["function"] = function
-    return entry
-
-
-def chunk(*tools: dict, content: str | None = None, finish: str | None = None, usage=None):
-    delta: dict[str, Any] = {}
-    if content is not None:
-        delta["content"] = content
-    if tools:
-        delta["tool_calls"] = list(tools)
-    payload: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "model": "gpt-store",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    if usage is not None:
-        payload["usage"] = usage
-    return payload
-
-
-def sse(*items: Any) -> bytes:
-    return "".join(
-        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
-        for item in items
-    ).encode()
-
-
-DONE = "data: [DONE]\n\n"
 USAGE = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
 
 # 0 chunk (call 0 starts), 1 comment, 2 chunk (empty delta: dropped),
@@ -90,7 +50,7 @@ def test_capture_row_summarises_the_stream():
     assert bytes(capture.raw) == MIXED
     assert capture.byte_size == len(MIXED)
     assert capture.frame_count == 6
-    assert capture.model == "gpt-store"
+    assert capture.model == "gpt-test"
     assert capture.outcome == "ok" and capture.lenient_outcome == "ok"
     assert capture.refusal_code == ""
     assert capture.input_format == capture.stream_format == "sse"
