@@ -24,16 +24,15 @@ import contextlib
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import orjson
+from server import daphne as daphne_server
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,42 +71,11 @@ def frames(count: int, calls: int = 4) -> list[bytes]:
 # --- the server ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def daphne(env: dict[str, str], log_path: Path):
-    port = free_port()
-    cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-    cmd.append("inspector.asgi:application")
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"daphne exited ({proc.returncode}); see {log_path}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"daphne not healthy after 30 s; see {log_path}")
-            time.sleep(0.1)
+    """The websocket base URL of a daphne serving the inspector with `env`."""
+    with daphne_server(env, log_path) as (url, _):
         yield url.replace("http://", "ws://")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # --- the run ------------------------------------------------------------------------------

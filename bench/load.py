@@ -34,44 +34,50 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench-results" / "load.json"
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "hardening")]
 
 from hardening_load import rss_kb, run, upload_set, verify, write_scenario  # noqa: E402
+from server import daphne as daphne_server  # noqa: E402
 
 from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"daphne exited ({proc.returncode}):\n{log.read_text()}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"daphne not healthy after {seconds} s:\n{log.read_text()}")
-        time.sleep(0.1)
+def load_round(base: str, pid: int, number: int, args: Any, scenario: Any) -> dict[str, Any]:
+    """One round of concurrent uploads and proxied streams, checked and printed."""
+    uploads = upload_set(args.uploads, args.min_frames, args.max_frames, seed=number)
+    before = rss_kb(pid)
+    load = run(base, uploads, args.streams, timeout=args.timeout)
+    figures = verify(load, uploads, scenario)
+    after = rss_kb(pid)
+    figures |= {
+        "round": number,
+        "rss_before_mb": round(before["VmRSS"] / 1024, 1),
+        "rss_after_mb": round(after["VmRSS"] / 1024, 1),
+        "rss_peak_mb": round(after["VmHWM"] / 1024, 1),
+        "upload_bytes": sum(len(data) for data in uploads),
+    }
+    statuses = ", ".join(f"{k}: {v}" for k, v in figures["upload_statuses"].items())
+    print(
+        f"round {number}: {figures['uploads']} uploads ({statuses})"
+        f" + {figures['streams']} streams in {figures['seconds']} s;"
+        f" frames {figures['frames_stored']}/{figures['frames_expected']} stored"
+        f" (lost {figures['frames_lost']}); live {figures['captures_live']},"
+        f" half-stored {figures['captures_half_stored']};"
+        f" RSS {figures['rss_before_mb']} -> {figures['rss_after_mb']} MB"
+        f" (peak {figures['rss_peak_mb']} MB)",
+        flush=True,
+    )
+    for problem in figures["problems"]:
+        print("  problem:", problem[:400])
+    return figures
 
 
 def main() -> int:
@@ -116,66 +122,20 @@ def main() -> int:
     django.setup()
 
     fake = FakeUpstream(scratch / "scenarios").start()
-    port = free_port()
     env["INSPECTOR_UPSTREAMS"] = f"fake={fake.url}"
     log = scratch / "daphne.log"
-    with open(log, "wb") as out:
-        daphne = subprocess.Popen(
-            [sys.executable, "-m", "daphne"]
-            + (
-                ["-e", f"tcp:port={port}:interface=127.0.0.1:backlog={args.backlog}"]
-                if args.backlog
-                else ["-b", "127.0.0.1", "-p", str(port)]
-            )
-            + ["inspector.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
     rounds: list[dict[str, Any]] = []
     failure = None
     try:
-        wait_healthy(base, daphne, log)
-        run(base, upload_set(2, seed=99), 1, timeout=args.timeout)  # warm-up
-        first = rss_kb(daphne.pid)
-        for number in range(args.rounds):
-            uploads = upload_set(args.uploads, args.min_frames, args.max_frames, seed=number + 1)
-            before = rss_kb(daphne.pid)
-            load = run(base, uploads, args.streams, timeout=args.timeout)
-            figures = verify(load, uploads, scenario)
-            after = rss_kb(daphne.pid)
-            figures |= {
-                "round": number + 1,
-                "rss_before_mb": round(before["VmRSS"] / 1024, 1),
-                "rss_after_mb": round(after["VmRSS"] / 1024, 1),
-                "rss_peak_mb": round(after["VmHWM"] / 1024, 1),
-                "upload_bytes": sum(len(data) for data in uploads),
-            }
-            rounds.append(figures)
-            statuses = ", ".join(f"{k}: {v}" for k, v in figures["upload_statuses"].items())
-            print(
-                f"round {number + 1}: {figures['uploads']} uploads ({statuses})"
-                f" + {figures['streams']} streams"
-                f" in {figures['seconds']} s; frames {figures['frames_stored']}"
-                f"/{figures['frames_expected']} stored (lost {figures['frames_lost']});"
-                f" live {figures['captures_live']}, half-stored {figures['captures_half_stored']};"
-                f" RSS {figures['rss_before_mb']} -> {figures['rss_after_mb']} MB"
-                f" (peak {figures['rss_peak_mb']} MB)",
-                flush=True,
-            )
-            for problem in figures["problems"]:
-                print("  problem:", problem[:400])
-            if figures["problems"]:
-                failure = f"round {number + 1}: {len(figures['problems'])} problems"
+        with daphne_server(env, log, backlog=args.backlog) as (base, daphne):
+            run(base, upload_set(2, seed=99), 1, timeout=args.timeout)  # warm-up
+            first = rss_kb(daphne.pid)
+            for number in range(args.rounds):
+                figures = load_round(base, daphne.pid, number + 1, args, scenario)
+                rounds.append(figures)
+                if figures["problems"]:
+                    failure = f"round {number + 1}: {len(figures['problems'])} problems"
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
-            daphne.wait()
         fake.stop()
     report = {
         "rounds": rounds,

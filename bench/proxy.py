@@ -32,11 +32,11 @@ Figures go to stdout and to bench-results/proxy.json (git-ignored).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,6 +50,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench-results" / "proxy.json"
 sys.path.insert(0, str(ROOT))
+
+from server import daphne as daphne_server  # noqa: E402
 
 from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
 
@@ -84,12 +86,6 @@ def tool_stream(frames: int) -> bytes:
     return b"".join(out)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def read_stream(client: httpx.Client, url: str, model: str, n: int) -> dict[str, Any]:
     """POST a streamed request; each frame's arrival time, the body, the headers."""
     body = {"model": model, "stream": True, "messages": [{"role": "user", "content": f"#{n}"}]}
@@ -118,21 +114,6 @@ def quantile(values: list[float], q: float) -> float:
     low = int(k)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"daphne exited ({proc.returncode}):\n{log.read_text()}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"daphne not healthy after {seconds} s:\n{log.read_text()}")
-        time.sleep(0.1)
 
 
 def main() -> int:
@@ -177,22 +158,12 @@ def main() -> int:
     from inspector.captures.models import Capture
 
     fake = FakeUpstream(scenarios).start()
-    port = free_port()
     env["INSPECTOR_UPSTREAMS"] = f"fake={fake.url}"
     log = scratch / "daphne.log"
-    with open(log, "wb") as out:
-        daphne = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-            + ["inspector.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    proxy = f"http://127.0.0.1:{port}"
     report: dict[str, Any] = {}
+    stack = contextlib.ExitStack()
     try:
-        wait_healthy(proxy, daphne, log)
+        proxy, _ = stack.enter_context(daphne_server(env, log))
         direct_url = f"{fake.url}/chat/completions"
         proxy_url = f"{proxy}/proxy/fake/v1/chat/completions"
         expected = paced.count(b"\n\n")
@@ -304,11 +275,7 @@ def main() -> int:
             },
         }
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
+        stack.close()
         fake.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 

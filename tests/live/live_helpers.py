@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 
@@ -51,3 +52,38 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
+
+
+def ws_url(base: str, path: str) -> str:
+    return base.replace("http://", "ws://", 1) + path
+
+
+class Viewer(threading.Thread):
+    """Reads one websocket in a thread until `until(message)` or a timeout;
+    constructed once the socket is open."""
+
+    def __init__(self, url: str, until) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.until = until
+        self.messages: list[dict] = []
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self.start()
+        assert self.ready.wait(15), f"no connection to {url}"
+        assert self.error is None, self.error
+
+    def run(self) -> None:
+        try:
+            from websockets.sync.client import connect  # a dev dependency
+
+            with connect(self.url, open_timeout=10) as socket:
+                self.ready.set()
+                while True:
+                    message = json.loads(socket.recv(timeout=20))
+                    self.messages.append(message)
+                    if self.until(message):
+                        return
+        except BaseException as error:  # reported by the test
+            self.error = error
+            self.ready.set()

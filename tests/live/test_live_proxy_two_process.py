@@ -13,9 +13,8 @@ import os
 import queue
 import threading
 
-import orjson
 import pytest
-from live_helpers import CANARY, text_stream, wait_for
+from live_helpers import CANARY, Viewer, text_stream, wait_for, ws_url
 from openai import OpenAI
 
 from inspector.live.fake_upstream import FakeUpstream
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="needs REDIS_URL: two processes share a Redis layer"
 )
 
-websockets_sync = pytest.importorskip("websockets.sync.client")
+pytest.importorskip("websockets.sync.client")  # the viewers in live_helpers use it
 
 SCENARIO = "paced-words"
 WORDS = 60  # + a role frame, a finish frame and [DONE]
@@ -41,39 +40,6 @@ def paced_fake(tmp_path_factory):
     fake = FakeUpstream(directory).start()
     yield fake
     fake.stop()
-
-
-def ws_url(base: str, path: str) -> str:
-    return base.replace("http://", "ws://", 1) + path
-
-
-class Viewer(threading.Thread):
-    """Reads one websocket in a thread until `until(message)` or a timeout;
-    constructed once the socket is open."""
-
-    def __init__(self, url: str, until) -> None:
-        super().__init__(daemon=True)
-        self.url = url
-        self.until = until
-        self.messages: list[dict] = []
-        self.error: BaseException | None = None
-        self.ready = threading.Event()
-        self.start()
-        assert self.ready.wait(15), f"no connection to {self.url}"
-        assert self.error is None, self.error
-
-    def run(self) -> None:
-        try:
-            with websockets_sync.connect(self.url, open_timeout=10) as socket:
-                self.ready.set()
-                while True:
-                    message = orjson.loads(socket.recv(timeout=20))
-                    self.messages.append(message)
-                    if self.until(message):
-                        return
-        except BaseException as error:  # reported by the test
-            self.error = error
-            self.ready.set()
 
 
 class SdkStream(threading.Thread):

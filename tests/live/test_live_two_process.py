@@ -8,17 +8,17 @@ Runs only with REDIS_URL set (the in-memory channel layer is per process)."""
 from __future__ import annotations
 
 import os
-import threading
 import urllib.request
 
 import orjson
 import pytest
+from live_helpers import Viewer, ws_url
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="needs REDIS_URL: two processes share a Redis layer"
 )
 
-websockets_sync = pytest.importorskip("websockets.sync.client")
+pytest.importorskip("websockets.sync.client")  # the viewers in live_helpers use it
 
 WORDS = 400
 
@@ -49,39 +49,6 @@ def post(url: str, data: bytes = b"", content_type: str = "application/octet-str
     request.add_header("Content-Type", content_type)
     with urllib.request.urlopen(request, timeout=10) as response:
         return orjson.loads(response.read())
-
-
-def ws_url(base: str, path: str) -> str:
-    return base.replace("http://", "ws://", 1) + path
-
-
-class Viewer(threading.Thread):
-    """Reads one websocket in a thread until `until(message)` or a timeout;
-    constructed once the socket is open."""
-
-    def __init__(self, url: str, until) -> None:
-        super().__init__(daemon=True)
-        self.url = url
-        self.until = until
-        self.messages: list[dict] = []
-        self.error: BaseException | None = None
-        self.ready = threading.Event()
-        self.start()
-        assert self.ready.wait(15), f"no connection to {url}"
-        assert self.error is None, self.error
-
-    def run(self) -> None:
-        try:
-            with websockets_sync.connect(self.url, open_timeout=10) as socket:
-                self.ready.set()
-                while True:
-                    message = orjson.loads(socket.recv(timeout=20))
-                    self.messages.append(message)
-                    if self.until(message):
-                        return
-        except BaseException as error:  # reported by the test
-            self.error = error
-            self.ready.set()
 
 
 def test_a_viewer_on_process_b_sees_every_frame_pushed_to_process_a_once(

@@ -1,0 +1,69 @@
+"""A daphne subprocess for the benchmarks: on a free loopback port, healthy
+before it is used, stopped afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"daphne exited ({proc.returncode}):\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"daphne not healthy after {seconds} s:\n{log.read_text()}")
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def daphne(
+    env: dict[str, str], log: Path, *, backlog: int = 0, seconds: float = 30
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """(base URL, process) of a daphne serving the inspector with `env`;
+    `backlog` > 0 sets its listen backlog (Twisted's default is 50)."""
+    port = free_port()
+    if backlog:
+        where = ["-e", f"tcp:port={port}:interface=127.0.0.1:backlog={backlog}"]
+    else:
+        where = ["-b", "127.0.0.1", "-p", str(port)]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", *where, "inspector.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log, seconds)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
