@@ -158,6 +158,10 @@ INSPECTOR_ATTEMPT_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_ATTEMPT_WINDOW_
 INSPECTOR_GUARD_RETRIES = int(os.environ.get("INSPECTOR_GUARD_RETRIES", 2))
 INSPECTOR_GUARD_BACKOFF_SECONDS = float(os.environ.get("INSPECTOR_GUARD_BACKOFF_SECONDS", 0.5))
 
+# A live capture with nothing stored for this many seconds was left by a dead process
+# (`manage.py recover_live` closes it; inspector/live/recovery.py).
+INSPECTOR_LIVE_STALE_SECONDS = float(os.environ.get("INSPECTOR_LIVE_STALE_SECONDS", 120))
+
 # --- Minimizer ---------------------------------------------------------------------------------
 # Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).
 INSPECTOR_MINIMIZE_SECONDS = float(os.environ.get("INSPECTOR_MINIMIZE_SECONDS", 30))

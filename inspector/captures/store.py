@@ -114,6 +114,15 @@ def close_capture(
     return capture
 
 
+def stored_stream(capture: models.Capture) -> bytes:
+    """A capture's stored frames joined back into a stream: each SSE block
+    ends in a blank line, each JSON Lines line in LF.  (What a live capture
+    has before it closes; NULs were stored as U+FFFD, CRLF as LF.)"""
+    separator = "\n" if capture.stream_format == "jsonl" else "\n\n"
+    rows = capture.frames.order_by("number").values_list("raw", flat=True)
+    return "".join(raw + separator for raw in rows.iterator()).encode("utf-8", "surrogatepass")
+
+
 def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result]) -> dict:
     strict = results[STRICT]
     return {

@@ -6,8 +6,7 @@ server process dies mid-stream (killed, crashed, the machine rebooted) the
 capture stays "live" for ever, with its frames and nothing else.
 
 `recover_interrupted()` closes such captures: the stored frames' text is
-joined back into a stream (an SSE block is `raw + "\\n\\n"`, a JSON Lines
-line `raw + "\\n"`, as `snapshot.live_calls` does), assembled under every
+joined back into a stream (`store.stored_stream`), assembled under every
 policy, and written with `store.close_capture`, exactly as a live capture
 that ended there would have been.  Every stored frame is kept; the bytes that
 had arrived after the last complete frame were never stored and are gone, so
@@ -30,7 +29,6 @@ from the frames, not the original bytes.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -38,33 +36,20 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from inspector.assembly import JSONL
 from inspector.captures import models
-from inspector.captures.store import assemble_stream, close_capture
+from inspector.captures.store import assemble_stream, close_capture, stored_stream
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STALE_SECONDS = 120.0
-
 
 def stale_seconds() -> float:
-    value = getattr(settings, "INSPECTOR_LIVE_STALE_SECONDS", None)
-    if value is None:
-        value = os.environ.get("INSPECTOR_LIVE_STALE_SECONDS", DEFAULT_STALE_SECONDS)
-    return float(value)
+    return float(settings.INSPECTOR_LIVE_STALE_SECONDS)
 
 
 def last_activity(capture: models.Capture) -> datetime:
     """When something was last stored for the capture."""
     last_ms = capture.frames.aggregate(last=Max("arrived_ms"))["last"]
     return capture.created + timedelta(milliseconds=max(last_ms or 0.0, 0.0))
-
-
-def stream_of(capture: models.Capture) -> bytes:
-    """The stored frames' text joined back into a stream."""
-    separator = "\n" if capture.stream_format == JSONL else "\n\n"
-    rows = capture.frames.order_by("number").values_list("raw", flat=True)
-    return "".join(raw + separator for raw in rows.iterator()).encode("utf-8", "surrogatepass")
 
 
 def recover_interrupted(
@@ -101,7 +86,7 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
         if not force and now - last_activity(capture) < timedelta(seconds=stale):
             return None
         stored = capture.frames.count()
-        data = stream_of(capture)
+        data = stored_stream(capture)
         frames, results = assemble_stream(data, capture.stream_format)
         if len(frames) != stored:  # never expected: frames re-read as they were read
             logger.warning(

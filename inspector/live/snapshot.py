@@ -11,6 +11,7 @@ from typing import Any
 
 from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import models
+from inspector.captures.store import stored_stream
 
 from .session import call_state
 
@@ -26,9 +27,7 @@ def frames_after(capture: models.Capture, after: int) -> list[dict[str, Any]]:
 def live_calls(capture: models.Capture) -> list[dict[str, Any]]:
     """The state of every started call of a live capture, from its frames."""
     stream = StreamAssembler(capture.stream_format, (STRICT,))
-    separator = "\n\n" if capture.stream_format == "sse" else "\n"
-    for raw in capture.frames.order_by("number").values_list("raw", flat=True).iterator():
-        stream.feed((raw + separator).encode())
+    stream.feed(stored_stream(capture))
     assembler = stream.assemblers[STRICT]
     return [call_state(call, 0) for call in assembler.started]
 
