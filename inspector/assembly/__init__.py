@@ -17,7 +17,7 @@ from .har import HarStream, read_har
 from .readers import JSONLReader, SSEReader
 from .result import ANOMALY_KINDS, DROP_REASONS, REFUSAL_CODES, RETRYABLE, Call, Result
 from .scanner import ArgumentScanner
-from .stream import StreamAssembler, assemble, stream_bytes
+from .stream import StreamAssembler, assemble, read_stream, slices, stream_bytes
 
 __all__ = [
     "ANOMALY_KINDS",
@@ -44,6 +44,8 @@ __all__ = [
     "StreamAssembler",
     "UnreadableInput",
     "assemble",
+    "read_stream",
+    "slices",
     "detect_format",
     "read_har",
     "stream_bytes",

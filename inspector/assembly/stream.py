@@ -3,7 +3,7 @@ result out.  The caller owns all I/O (files, sockets, the database)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .assembler import STRICT, Assembler
 from .errors import UnreadableInput
@@ -65,6 +65,30 @@ def stream_bytes(data: bytes, fmt: str, entry: int = 0) -> tuple[str, bytes]:
     return fmt, data
 
 
+def slices(data: bytes, size: int) -> Iterator[bytes]:
+    """`data` in pieces of `size` bytes, the way a network might cut it."""
+    view = memoryview(data)
+    for start in range(0, len(data), size):
+        yield bytes(view[start : start + size])
+
+
+def read_stream(
+    body: bytes,
+    fmt: str,
+    policies: Iterable[str] = (STRICT,),
+    *,
+    chunk_bytes: int | None = None,
+) -> tuple[list[Frame], dict[str, Result]]:
+    """Read a stream (`sse` or `jsonl`) once: all its frames, and one result
+    per policy.  Keeps every frame; `assemble` keeps none."""
+    stream = StreamAssembler(fmt, policies)
+    frames: list[Frame] = []
+    for piece in slices(body, chunk_bytes or len(body) or 1):
+        frames.extend(stream.feed(piece))
+    frames.extend(stream.close())
+    return frames, stream.results
+
+
 def assemble(
     data: bytes,
     *,
@@ -86,9 +110,7 @@ def assemble(
     # Even a whole input is fed in slices: each slice's frames (and their
     # parsed payloads) are dropped as soon as they are assembled, instead of
     # all living at once and keeping the cyclic garbage collector busy.
-    step = chunk_bytes or FEED_SLICE
-    view = memoryview(body)
-    for start in range(0, len(body), step):
-        stream.feed(bytes(view[start : start + step]))
+    for piece in slices(body, chunk_bytes or FEED_SLICE):
+        stream.feed(piece)
     stream.close()
     return stream.results[policy]

@@ -23,7 +23,7 @@ from inspector.assembly import (
     ArgumentScanner,
     FrameKind,
     Result,
-    StreamAssembler,
+    read_stream,
 )
 from inspector.assembly import Call as AssembledCall
 from inspector.assembly import Frame as StreamFrame
@@ -37,10 +37,7 @@ BATCH = 2000
 
 def assemble_stream(data: bytes, stream_format: str) -> tuple[list[StreamFrame], dict[str, Result]]:
     """Read the stream once and assemble it under every stored policy."""
-    stream = StreamAssembler(stream_format, POLICIES)
-    frames = stream.feed(data)
-    frames.extend(stream.close())
-    return frames, stream.results
+    return read_stream(data, stream_format, POLICIES)
 
 
 def store_stream(

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from inspector.assembly import STRICT, Frame, Result, StreamAssembler
+from inspector.assembly import STRICT, Frame, Result
+from inspector.assembly import read_stream as read_frames
 
 from . import langchain, litellm, openai_sdk, vercel
 from .base import TITLES, LensCall, LensResult
@@ -60,16 +61,8 @@ def read_stream(
 ) -> tuple[list[Frame], Result]:
     """Read a stream (`sse` or `jsonl`, as `stream_bytes` gives it) once:
     its frames and the assembler's result under `policy`."""
-    stream = StreamAssembler(fmt, (policy,))
-    frames: list[Frame] = []
-    if chunk_bytes is None or chunk_bytes >= len(body):
-        frames.extend(stream.feed(body))
-    else:
-        view = memoryview(body)
-        for start in range(0, len(body), chunk_bytes):
-            frames.extend(stream.feed(bytes(view[start : start + chunk_bytes])))
-    frames.extend(stream.close())
-    return frames, stream.results[policy]
+    frames, results = read_frames(body, fmt, (policy,), chunk_bytes=chunk_bytes)
+    return frames, results[policy]
 
 
 __all__ = [

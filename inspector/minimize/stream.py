@@ -74,9 +74,9 @@ from inspector.assembly import (
     FrameKind,
     JSONLReader,
     SSEReader,
-    StreamAssembler,
     UnreadableInput,
     detect_format,
+    read_stream,
     stream_bytes,
 )
 from inspector.assembly.jsontext import compact
@@ -157,10 +157,8 @@ def refusal_signature(data: bytes, fmt: str) -> Signature | None:
     """(code, cause) of the strict refusal of `data`, or None when it is not
     refused.  The cause is "" except for INCOMPLETE_STREAM (see the module
     docstring)."""
-    stream = StreamAssembler(fmt, (STRICT,))
-    frames = stream.feed(data)
-    frames.extend(stream.close())
-    refusal = stream.results[STRICT].refusal
+    frames, results = read_stream(data, fmt)
+    refusal = results[STRICT].refusal
     if refusal is None:
         return None
     cause = ""
