@@ -34,9 +34,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +44,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "hardening")]
 
 from hardening_load import rss_kb, run, upload_set, verify, write_scenario  # noqa: E402
 from server import daphne as daphne_server  # noqa: E402
+from server import scratch_site  # noqa: E402
 
 from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
 
@@ -101,25 +100,11 @@ def main() -> int:
     parser.add_argument("--redis-url", default="", help="channel layer (default: in-memory)")
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="bench-load-"))
-    database_url = args.database_url or f"sqlite:///{scratch / 'load.sqlite3'}"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings"}
-    env["DATABASE_URL"] = database_url
-    env.pop("REDIS_URL", None)
-    if args.redis_url:
-        env["REDIS_URL"] = args.redis_url
-    os.environ.update(
-        {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "inspector.settings"}
-    )
-    os.environ.pop("REDIS_URL", None)
+    scratch, env = scratch_site("bench-load-", args.database_url, args.redis_url)
+    database_url = env["DATABASE_URL"]
+    from django.db import connection
 
     scenario = write_scenario(scratch / "scenarios", args.frames, args.pace_ms)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0", "--noinput"], env=env, cwd=ROOT, check=True)
-
-    import django
-
-    django.setup()
 
     fake = FakeUpstream(scratch / "scenarios").start()
     env["INSPECTOR_UPSTREAMS"] = f"fake={fake.url}"
@@ -145,7 +130,7 @@ def main() -> int:
         "environment": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
-            "database": django.db.connection.vendor,
+            "database": connection.vendor,
             "channel_layer": "redis" if args.redis_url else "in-memory",
         },
     }

@@ -38,9 +38,7 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ RESULTS = ROOT / "bench-results" / "proxy.json"
 sys.path.insert(0, str(ROOT))
 
 from server import daphne as daphne_server  # noqa: E402
+from server import scratch_site  # noqa: E402
 
 from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
 
@@ -129,17 +128,8 @@ def main() -> int:
     parser.add_argument("--redis-url", default="", help="channel layer (default: in-memory)")
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    database_url = args.database_url or f"sqlite:///{scratch / 'bench.sqlite3'}"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings"}
-    env["DATABASE_URL"] = database_url
-    env.pop("REDIS_URL", None)
-    if args.redis_url:
-        env["REDIS_URL"] = args.redis_url
-    os.environ.update(
-        {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": env["DJANGO_SETTINGS_MODULE"]}
-    )
-    os.environ.pop("REDIS_URL", None)
+    scratch, env = scratch_site("bench-proxy-", args.database_url, args.redis_url)
+    database_url = env["DATABASE_URL"]
 
     scenarios = scratch / "scenarios"
     scenarios.mkdir()
@@ -149,12 +139,6 @@ def main() -> int:
     burst = tool_stream(args.burst_frames)
     (scenarios / "burst.sse").write_bytes(burst)
 
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0", "--noinput"], env=env, cwd=ROOT, check=True)
-
-    import django
-
-    django.setup()
     from inspector.captures.models import Capture
 
     fake = FakeUpstream(scenarios).start()

@@ -4,9 +4,11 @@ before it is used, stopped afterwards."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +37,26 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float) -
         if time.monotonic() > deadline:
             raise SystemExit(f"daphne not healthy after {seconds} s:\n{log.read_text()}")
         time.sleep(0.1)
+
+
+def scratch_site(prefix: str, database_url: str = "", redis_url: str = "") -> tuple[Path, dict]:
+    """A scratch folder and a migrated database (a SQLite file in the folder
+    unless `database_url`), set up for this process (Django configured) and
+    returned as the environment for its daphne."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "inspector.settings"}
+    env["DATABASE_URL"] = database_url or f"sqlite:///{scratch / 'bench.sqlite3'}"
+    env.pop("REDIS_URL", None)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    os.environ.update({key: env[key] for key in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")})
+    os.environ.pop("REDIS_URL", None)  # this process publishes nothing
+    manage = [sys.executable, str(ROOT / "manage.py"), "migrate", "-v0", "--noinput"]
+    subprocess.run(manage, env=env, cwd=ROOT, check=True)
+    import django
+
+    django.setup()
+    return scratch, env
 
 
 @contextlib.contextmanager
