@@ -370,8 +370,9 @@ class _Handler(BaseHTTPRequestHandler):
                 served.ended = "cut"
                 self._drop()
                 return
-            write(b"0\r\n\r\n")
+            # Settled before the last chunk: once it is written the client may look.
             served.ended = "complete"
+            write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             served.ended = "aborted"
             self.close_connection = True
