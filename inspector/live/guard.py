@@ -103,12 +103,15 @@ def failure(attempts: list[Attempt], reason: str) -> JsonResponse:
     group = next((a.recording.group for a in attempts if a.recording), None)
     last = attempts[-1]
     code = (last.refusal or {}).get("code") or last.outcome
+    # OpenAI's error shape, so a client library shows the message (the SDK
+    # reads `error.message`); the attempts ride along inside it.
     response = JsonResponse(
-        {
-            "error": f"guard: no attempt was accepted ({reason}; last refusal {code})",
-            "group": group,
-            "attempts": [summary(a) for a in attempts],
-        },
+        error_body(
+            f"guard: no attempt was accepted ({reason}; last refusal {code})",
+            "guard_no_accepted_attempt",
+            group=group,
+            attempts=[summary(a) for a in attempts],
+        ),
         status=502,
         json_dumps_params={"ensure_ascii": False},
     )

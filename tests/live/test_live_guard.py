@@ -65,8 +65,9 @@ def test_non_retryable_refusal_returns_at_once(inspector_url, fake):
     )
     assert response.status_code == 502
     assert response.headers["x-should-retry"] == "false"
-    body = response.json()
-    assert "not retryable" in body["error"]
+    body = response.json()["error"]
+    assert "not retryable" in body["message"]
+    assert body["code"] == "guard_no_accepted_attempt"
     (attempt,) = body["attempts"]
     assert attempt["attempt"] == 1 and attempt["outcome"] == "refused"
     assert attempt["refusal"]["code"] == "AMBIGUOUS_CONTINUATION"
@@ -80,8 +81,9 @@ def test_retries_used_up(inspector_url, fake):
     with pytest.raises(openai.APIStatusError) as raised:
         client.chat.completions.create(model="always-500", messages=MESSAGES, stream=True)
     assert raised.value.status_code == 502
-    body = raised.value.response.json()
-    assert "2 retries used" in body["error"]
+    assert "guard: no attempt was accepted (2 retries used" in raised.value.message
+    body = raised.value.body  # the SDK's view of `error`
+    assert "2 retries used" in body["message"]
     assert [a["attempt"] for a in body["attempts"]] == [1, 2, 3]
     assert {a["refusal"]["code"] for a in body["attempts"]} == {"UPSTREAM_ERROR"}
     assert {a["http_status"] for a in body["attempts"]} == {500}
@@ -97,7 +99,7 @@ def test_client_errors_are_not_retried(inspector_url, fake):
         timeout=30,
     )
     assert response.status_code == 502
-    assert [a["http_status"] for a in response.json()["attempts"]] == [400]
+    assert [a["http_status"] for a in response.json()["error"]["attempts"]] == [400]
     assert len(fake.served("bad-request")) == 1
 
 
@@ -156,7 +158,7 @@ def test_unreachable_upstream_is_retried_then_reported(inspector_url, fake):
         timeout=30,
     )
     assert response.status_code == 502
-    attempts = response.json()["attempts"]
+    attempts = response.json()["error"]["attempts"]
     assert [a["http_status"] for a in attempts] == [502, 502, 502]
     assert {a["refusal"]["code"] for a in attempts} == {"UPSTREAM_ERROR"}
     assert models.Capture.objects.filter(upstream="dead").count() == 3
