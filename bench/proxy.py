@@ -21,6 +21,12 @@ this process).  The added latency is the proxy's latency minus the direct one (p
 p50, p99 from p99).  Frames lost: frames sent by the fake but not relayed to the client
 byte for byte, plus frames sent but not stored in the capture (rows and `raw`).
 
+A viewer round (`--viewer-frames` frames, one every `--viewer-pace-ms`; 1,000 frames/s by
+default) reads a stream through the proxy while a websocket viewer watches its capture
+page's channel (`/ws/captures/<slug>/`): per frame, viewer latency = the viewer's receipt
+- the fake's write (target p99 <= 50 ms, 0 lost; frames already in the viewer's snapshot
+when it joined are not counted).
+
 A burst round (`--burst-frames`, no pace) shows the relay's speed when the recorder
 can't keep up (it waits while reads keep coming) and how long the response's end then
 waits for the recorder to store the backlog (the capture itself closes after the
@@ -32,6 +38,7 @@ Figures go to stdout and to bench-results/proxy.json (git-ignored).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -44,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
+from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench-results" / "proxy.json"
@@ -105,6 +114,60 @@ def read_stream(client: httpx.Client, url: str, model: str, n: int) -> dict[str,
     return {"arrivals": arrivals, "body": b"".join(chunks), "headers": headers, "ended": ended}
 
 
+async def watch_through_proxy(proxy: str, model: str) -> dict[str, Any]:
+    """Stream `model` through the proxy while a viewer watches its capture:
+    when the viewer received each frame (by number), and which frames its
+    snapshot already held."""
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "view"}]}
+    received: dict[int, float] = {}
+    seen_twice = 0
+    async with httpx.AsyncClient(timeout=60) as client:
+        url = f"{proxy}/proxy/fake/v1/chat/completions"
+        async with client.stream("POST", url, json=body) as response:
+            slug = response.headers["x-inspector-capture"]
+            socket_url = proxy.replace("http://", "ws://") + f"/ws/captures/{slug}/?after=-1"
+            async with connect(socket_url, max_size=None) as viewer:
+                snapshot = orjson.loads(await viewer.recv())
+                in_snapshot = {frame["number"] for frame in snapshot.get("frames", [])}
+
+                async def watch() -> None:
+                    nonlocal seen_twice
+                    while True:
+                        message = orjson.loads(await viewer.recv())
+                        now = time.monotonic()
+                        for frame in message.get("frames", []):
+                            if frame["number"] in received or frame["number"] in in_snapshot:
+                                seen_twice += 1
+                            received[frame["number"]] = now
+                        if message["type"] == "finished":
+                            return
+
+                watcher = asyncio.ensure_future(watch())
+                async for _ in response.aiter_raw():
+                    pass
+                await asyncio.wait_for(watcher, 60)
+    return {"received": received, "in_snapshot": in_snapshot, "seen_twice": seen_twice}
+
+
+def viewer_latency(fake: FakeUpstream, proxy: str, model: str) -> dict[str, Any]:
+    """Frame-to-viewer latency of one stream through the proxy (ms)."""
+    fake.reset()
+    got = asyncio.run(watch_through_proxy(proxy, model))
+    sent = fake.requests[-1].sent_at
+    live = [n for n in range(len(sent)) if n not in got["in_snapshot"]]
+    latencies = [(got["received"][n] - sent[n]) * 1000 for n in live if n in got["received"]]
+    return {
+        "frames": len(sent),
+        "in_snapshot": len(got["in_snapshot"]),
+        "measured": len(latencies),
+        "lost": len([n for n in live if n not in got["received"]]),
+        "seen_twice": got["seen_twice"],
+        "p50": quantile(latencies, 0.5),
+        "p99": quantile(latencies, 0.99),
+        "max": max(latencies, default=float("nan")),
+    }
+
+
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -120,6 +183,10 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=200, help="frames per stream (200)")
     parser.add_argument("--pace-ms", type=float, default=10, help="pause between frames (10)")
     parser.add_argument("--rounds", type=int, default=5, help="streams each way (5)")
+    parser.add_argument("--viewer-frames", type=int, default=3000, help="viewer round (3000)")
+    parser.add_argument(
+        "--viewer-pace-ms", type=float, default=1, help="viewer round's pace (1 = 1,000 frames/s)"
+    )
     parser.add_argument("--burst-frames", type=int, default=5000, help="burst stream (5000)")
     parser.add_argument(
         "--gap-ms", type=float, default=0, help="pause between streams (0: back to back)"
@@ -136,6 +203,9 @@ def main() -> int:
     paced = tool_stream(args.frames)
     (scenarios / "paced.sse").write_bytes(paced)
     (scenarios / "paced.json").write_text(json.dumps({"pace_ms": args.pace_ms}))
+    steady = tool_stream(args.viewer_frames)
+    (scenarios / "steady.sse").write_bytes(steady)
+    (scenarios / "steady.json").write_text(json.dumps({"pace_ms": args.viewer_pace_ms}))
     burst = tool_stream(args.burst_frames)
     (scenarios / "burst.sse").write_bytes(burst)
 
@@ -181,6 +251,8 @@ def main() -> int:
                         f"  round {round_ + 1} {way}: {len(got['arrivals'])} frames",
                         file=sys.stderr,
                     )
+
+            viewer = viewer_latency(fake, proxy, "steady")
 
             # burst: no pace; how long after the client's last byte is the capture closed?
             fake.reset()
@@ -238,6 +310,7 @@ def main() -> int:
                     way: sorted(values, reverse=True)[:10] for way, values in worst.items()
                 },
             },
+            "viewer": {**viewer, "pace_ms": args.viewer_pace_ms},
             "end_after_last_frame_ms": {
                 "p50": quantile(tails, 0.5),
                 "max": max(tails),
@@ -277,8 +350,16 @@ def main() -> int:
         f"a proxied response ends {tail['p50']:.1f} ms (p50; max {tail['max']:.1f}) after its last"
         " frame: the capture is closed first"
     )
+    v = report["viewer"]
+    lines.append(
+        f"viewer through the proxy, {v['frames']} frames, pace {v['pace_ms']} ms:"
+        f" p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms, max {v['max']:.1f} ms"
+        f" ({v['measured']} measured, {v['in_snapshot']} in the snapshot);"
+        f" lost {v['lost']}, seen twice {v['seen_twice']}"
+        f"  target p99 <= 50 ms: {'met' if v['p99'] <= 50 else 'MISSED'}"
+    )
     lost = report["frames_lost"]
-    total_lost = lost["relayed"] + lost["stored"] + lost["burst"]
+    total_lost = lost["relayed"] + lost["stored"] + lost["burst"] + v["lost"] + v["seen_twice"]
     lines.append(
         f"frames lost: {total_lost} (relayed {lost['relayed']}, stored {lost['stored']},"
         f" burst {lost['burst']})  target 0: {'met' if total_lost == 0 else 'MISSED'}"

@@ -45,6 +45,10 @@ MERGE_SECONDS = 0.001
 # relay doesn't share the interpreter with it.
 QUIET_SECONDS = 0.002
 MAX_BACKLOG = 2000
+# ...but a steady stream (a read every millisecond) is never quiet for that
+# long, and its viewers would wait for the whole burst: a read waits at most
+# this long before it is stored and published.
+MAX_WAIT_SECONDS = 0.010
 
 
 # SQLite lets one connection write at a time.  Each request has a thread and
@@ -218,15 +222,17 @@ class Recording:
         queue = self._queue
         while True:
             items = [await queue.get()]
+            first_arrived = items[0][1] if items[0] is not None else time.monotonic()
             while True:
                 while not queue.empty():
                     items.append(queue.get_nowait())
                 if items[-1] is None or len(items) >= MAX_BACKLOG:
                     break
-                idle = time.monotonic() - self._last_feed
-                if idle >= QUIET_SECONDS:
+                now = time.monotonic()
+                idle, waited = now - self._last_feed, now - first_arrived
+                if idle >= QUIET_SECONDS or waited >= MAX_WAIT_SECONDS:
                     break
-                await asyncio.sleep(QUIET_SECONDS - idle)
+                await asyncio.sleep(min(QUIET_SECONDS - idle, MAX_WAIT_SECONDS - waited))
             end = items[-1] is None
             reads = [item for item in items if item is not None]
             if reads and not self._failed:
