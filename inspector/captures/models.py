@@ -66,6 +66,13 @@ class Capture(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["attempt_group", "attempt"],
+                condition=models.Q(attempt__isnull=False),
+                name="attempt_number_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or self.slug

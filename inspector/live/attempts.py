@@ -93,7 +93,9 @@ def next_attempt(group: str) -> int:
 
 
 def assign(header: str | None, body: Any) -> tuple[str, int]:
-    """(group, attempt number) for a new attempt (sync ORM, reads only)."""
+    """(group, attempt number) for a new attempt (sync ORM, reads only; the
+    caller inserts the capture, and the unique (group, attempt) constraint
+    settles a race for one number)."""
     group = group_from_header(header)
     if group is None:
         print_ = fingerprint(body)

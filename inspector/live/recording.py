@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.urls import NoReverseMatch, reverse
 
 from inspector.captures import models
@@ -49,6 +49,8 @@ MAX_BACKLOG = 2000
 # long, and its viewers would wait for the whole burst: a read waits at most
 # this long before it is stored and published.
 MAX_WAIT_SECONDS = 0.010
+# Attempts of a group that race for one number: how often the loser retries.
+NUMBERING_TRIES = 5
 
 
 # SQLite lets one connection write at a time.  Each request has a thread and
@@ -179,30 +181,44 @@ class Recording:
         self._queue.put_nowait((data, arrived))
 
     def _create(self) -> None:
+        """Number the attempt and create its capture, in one transaction.
+
+        Two requests of one group can race for a number (another process,
+        on PostgreSQL); the loser's INSERT breaks the unique (group, attempt)
+        constraint, and it takes the next number."""
+        for tries_left in reversed(range(NUMBERING_TRIES)):
+            try:
+                with writing(), transaction.atomic():
+                    capture = self._number_and_open()
+                break
+            except IntegrityError:
+                if not tries_left:
+                    raise
+        # The capture's clock starts when the request was sent upstream.
+        self.live = LiveCapture(capture, clock=self.clock)
+        self.clock.pinned = None
+
+    def _number_and_open(self) -> models.Capture:
         out = self.out
         if self._given_group is None:
             group, attempt = attempts.assign(out.group_header, out.parsed)
         else:
             group, attempt = self._given_group, attempts.next_attempt(self._given_group)
         self.group, self.attempt = group, attempt
-        with writing():
-            capture = open_capture(
-                stream_format=self.stream_format,
-                slug=self.slug,
-                title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
-                source=models.Capture.Source.PROXY,
-                upstream=out.upstream,
-                provider=out.upstream,
-                source_url=out.source_url,
-                model=out.model,
-                request_json=out.request_json,
-                http_status=self.http_status,
-                attempt_group=group,
-                attempt=attempt,
-            )
-        # The capture's clock starts when the request was sent upstream.
-        self.live = LiveCapture(capture, clock=self.clock)
-        self.clock.pinned = None
+        return open_capture(
+            stream_format=self.stream_format,
+            slug=self.slug,
+            title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
+            source=models.Capture.Source.PROXY,
+            upstream=out.upstream,
+            provider=out.upstream,
+            source_url=out.source_url,
+            model=out.model,
+            request_json=out.request_json,
+            http_status=self.http_status,
+            attempt_group=group,
+            attempt=attempt,
+        )
 
     async def _run(self) -> None:
         try:

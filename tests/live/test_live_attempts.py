@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import httpx
 import pytest
+from django.db import IntegrityError, transaction
 from django.test import Client
 from django.utils import timezone
 from live_helpers import CANARY, TOOLS, wait_for
@@ -14,6 +16,8 @@ from openai import OpenAI
 from inspector.captures import models
 from inspector.captures.store import store_stream
 from inspector.live import attempts
+from inspector.live.proxy import Outbound
+from inspector.live.recording import PinnedClock, Recording
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -22,7 +26,7 @@ def body(**changes):
     return {"model": "m", "messages": MESSAGES, "tools": TOOLS, "temperature": 0.2, **changes}
 
 
-def add(group: str, attempt: int, data: bytes = b"data: [DONE]\n\n") -> models.Capture:
+def add(group: str, attempt: int | None, data: bytes = b"data: [DONE]\n\n") -> models.Capture:
     return store_stream(
         data,
         stream_format="sse",
@@ -139,3 +143,65 @@ def test_sdk_retries_through_the_proxy_form_one_group(inspector_url, fake, close
     capture = closed_capture(response.headers["x-inspector-capture"])
     assert capture.attempt_group == "bug-1234" and capture.attempt == 1
     assert "x-inspector-group" not in fake.served("ok-tool-call")[0].headers
+
+
+@pytest.mark.django_db
+def test_one_group_never_holds_one_attempt_number_twice():
+    add("g2", 1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        add("g2", 1)
+    add("", None)  # uploads: no group, no number
+    add("", None)
+    assert models.Capture.objects.filter(attempt_group="g2").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_number_taken_in_the_meantime_goes_to_the_next_attempt(monkeypatch):
+    """Another process numbered its attempt between our look and our INSERT:
+    the constraint refuses ours, and we take the next number."""
+    add("race", 1)
+    looks = []
+
+    def stale_then_true(group: str) -> int:
+        looks.append(group)
+        return (
+            1 if len(looks) == 1 else models.Capture.objects.filter(attempt_group=group).count() + 1
+        )
+
+    monkeypatch.setattr(attempts, "next_attempt", stale_then_true)
+    out = Outbound("fake", "http://upstream/v1", "POST", [], b"{}", [], group_header="race")
+    recording = Recording(
+        out, PinnedClock(0.0), group="race", stream_format="sse", http_status=200, mode="proxy"
+    )
+    recording._create()
+    assert looks == ["race", "race"]
+    assert recording.attempt == 2
+    numbers = models.Capture.objects.filter(attempt_group="race").values_list("attempt", flat=True)
+    assert sorted(numbers) == [1, 2]
+
+
+@pytest.mark.usefixtures("transactional_db")
+def test_concurrent_attempts_of_one_group_get_distinct_numbers(inspector_url, fake):
+    def send(_: int) -> str:
+        response = httpx.post(
+            f"{inspector_url}/proxy/fake/v1/chat/completions",
+            json={"model": "ok-tool-call", "stream": True, "messages": MESSAGES},
+            headers={"X-Inspector-Group": "side-by-side"},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        return response.headers["x-inspector-capture"]
+
+    with ThreadPoolExecutor(6) as pool:
+        slugs = list(pool.map(send, range(6)))
+    captures = wait_for(
+        lambda: (
+            list(models.Capture.objects.filter(slug__in=slugs, finished__isnull=False))
+            if models.Capture.objects.filter(slug__in=slugs, finished__isnull=False).count() == 6
+            else None
+        ),
+        20,
+        "six closed captures",
+    )
+    assert sorted(c.attempt for c in captures) == [1, 2, 3, 4, 5, 6]
+    assert {c.attempt_group for c in captures} == {"side-by-side"}
