@@ -68,10 +68,12 @@ def store_stream(
     return capture
 
 
-def open_capture(*, stream_format: str, **meta: Any) -> models.Capture:
+def open_capture(
+    *, stream_format: str, input_format: str | None = None, **meta: Any
+) -> models.Capture:
     """A capture whose bytes are still arriving (proxy, ingest)."""
     return models.Capture.objects.create(
-        input_format=stream_format,
+        input_format=input_format or stream_format,
         stream_format=stream_format,
         outcome=models.Capture.Outcome.LIVE,
         raw=b"",

@@ -30,12 +30,13 @@ see `RelayResponse`.
 * upstream unreachable: 502 (504 on a connect timeout) with a JSON error in
   the OpenAI shape, recorded as a capture of that error.
 
-Non-streaming answers (JSON bodies, error pages) are read whole, relayed and
-recorded as a JSON Lines capture of one line: the JSON body (compacted when
-the upstream pretty-printed it), or for a body that isn't JSON, an error
-line that quotes it.  (The assembler reads `delta`s, so a non-streamed
-`chat.completion` is stored faithfully but assembles as EMPTY_RESPONSE; an
-error body assembles as UPSTREAM_ERROR.)
+Non-streaming answers are read whole and relayed as they came.  A chat
+completion is recorded as its one-chunk stream (input format `json`; see
+`inspector.assembly.completion`), so its tool calls are judged by the same
+rules as streamed ones.  Other bodies (error pages, other JSON) are recorded
+as a JSON Lines capture of one line: the JSON body (compacted when the
+upstream pretty-printed it), or for a body that isn't JSON, an error line
+that quotes it; an error body assembles as UPSTREAM_ERROR.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from inspector.assembly.completion import completion_stream, is_completion
 from inspector.assembly.jsontext import compact
 
 from . import attempts, redact
@@ -111,6 +113,8 @@ JSONL_TYPES = (
     "application/jsonlines",
 )
 ERROR_BODY_QUOTE = 4000
+# The input format of a non-streamed chat completion, recorded as its stream.
+WHOLE_COMPLETION = "json"
 
 
 # -- the upstream HTTP client, one per event loop ----------------------------
@@ -344,6 +348,30 @@ def body_line(body: bytes, status: int, content_type: str) -> bytes:
     return stripped + b"\n"
 
 
+def whole_body_record(
+    body: bytes, status: int, content_type: str, dropped: Exception | None
+) -> tuple[str, str, bytes]:
+    """How a body that is not a stream is recorded: (stream format, input
+    format, bytes).  A chat completion becomes its one-chunk stream (see
+    `inspector.assembly.completion`); anything else is one JSON Lines line
+    (an error line when the body is not JSON or was cut)."""
+    if dropped is not None:
+        error = error_body(
+            f"the upstream dropped the connection mid-body: {dropped!r}", "upstream_disconnected"
+        )
+        return "jsonl", "jsonl", orjson.dumps(error) + b"\n"
+    if status < 400:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            value = None
+        if is_completion(value):
+            return "sse", WHOLE_COMPLETION, completion_stream(value)
+    if body or status >= 400:
+        return "jsonl", "jsonl", body_line(body, status, content_type)
+    return "jsonl", "jsonl", b""
+
+
 async def record_whole(
     out: Outbound,
     response: httpx.Response,
@@ -354,41 +382,42 @@ async def record_whole(
     stream_format: str | None = None,
 ) -> Attempt:
     """Read a response whole, record it, and hand it back.  A streamed
-    format is recorded read by read; other bodies as one JSON line."""
+    format is recorded read by read; other bodies once read (see
+    `whole_body_record`)."""
     recording: Recording | None = None
     chunks: list[bytes] = []
     status = response.status_code
     content_type = response.headers.get("content-type", "application/octet-stream")
     dropped: Exception | None = None
-    try:
-        recording = Recording.open(
+
+    def open_recording(fmt: str, input_format: str | None = None) -> Recording:
+        return Recording.open(
             out,
-            stream_format=stream_format or "jsonl",
+            stream_format=fmt,
+            input_format=input_format,
             http_status=status,
             started=started,
             group=group,
             mode=mode,
         )
+
+    try:
+        if stream_format is not None:
+            recording = open_recording(stream_format)
         try:
             async for data in response.aiter_bytes():
                 arrived = time.monotonic()
                 chunks.append(data)
-                if stream_format is not None:
+                if recording is not None:
                     recording.feed(data, arrived)
         except httpx.HTTPError as error:  # cut, reset, read timeout, bad encoding
             dropped = error
         body = b"".join(chunks)
         if stream_format is None:
-            if dropped is not None:
-                line = orjson.dumps(
-                    error_body(
-                        f"the upstream dropped the connection mid-body: {dropped!r}",
-                        "upstream_disconnected",
-                    )
-                )
-                recording.feed(line + b"\n", time.monotonic())
-            elif body or status >= 400:
-                recording.feed(body_line(body, status, content_type), time.monotonic())
+            fmt, input_format, recorded = whole_body_record(body, status, content_type, dropped)
+            recording = open_recording(fmt, input_format)
+            if recorded:
+                recording.feed(recorded, time.monotonic())
     finally:
         message = await finish_quietly(response, recording)
     if dropped is not None and stream_format is None:

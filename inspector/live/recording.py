@@ -128,6 +128,7 @@ class Recording:
         self.attempt: int | None = None
         self._given_group = group
         self.stream_format = stream_format
+        self.input_format = stream_format  # what was received, when it wasn't the stream itself
         self.http_status = http_status
         self.mode = mode
         self.live: LiveCapture | None = None
@@ -150,6 +151,7 @@ class Recording:
         started: float,
         group: str | None = None,
         mode: str = "proxy",
+        input_format: str | None = None,
     ) -> Recording:
         """Start recording.  Nothing here touches the database: the recorder
         task's first job is to number the attempt and create the capture, so
@@ -162,6 +164,7 @@ class Recording:
             http_status=http_status,
             mode=mode,
         )
+        recording.input_format = input_format or stream_format
         recording._task = keep(asyncio.create_task(recording._run()))
         return recording
 
@@ -207,6 +210,7 @@ class Recording:
         self.group, self.attempt = group, attempt
         return open_capture(
             stream_format=self.stream_format,
+            input_format=self.input_format,
             slug=self.slug,
             title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
             source=models.Capture.Source.PROXY,

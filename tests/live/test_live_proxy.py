@@ -199,9 +199,16 @@ def test_non_streamed_request(inspector_url, fake, closed_capture):
     completion = raw.parse()
     assert completion.choices[0].message.tool_calls[0].function.name == "get_weather"
     capture = closed_capture(raw.headers["x-inspector-capture"])
-    assert capture.stream_format == "jsonl" and capture.frame_count == 1
-    assert json.loads(bytes(capture.raw))["object"] == "chat.completion"
-    assert capture.http_status == 200
+    # Recorded as the stream that would have carried it, and judged by the same rules.
+    assert (capture.input_format, capture.stream_format) == ("json", "sse")
+    assert capture.frame_count == 2 and capture.http_status == 200
+    assert capture.outcome == "ok", capture.refusal_code
+    chunk = json.loads(bytes(capture.raw).split(b"\n\n")[0].removeprefix(b"data: "))
+    message = raw.http_response.json()["choices"][0]["message"]
+    assert chunk["object"] == "chat.completion.chunk"
+    assert chunk["choices"][0]["delta"]["tool_calls"] == [{"index": 0, **message["tool_calls"][0]}]
+    (call,) = capture.assemblies.get(policy="strict").calls.all()
+    assert call.name == "get_weather" and call.arguments["city"] == "Zürich"
 
 
 def test_jsonl_upstream_stream(inspector_url, fake, closed_capture):
