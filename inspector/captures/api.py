@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.urls import NoReverseMatch, reverse
@@ -307,6 +308,22 @@ def _positive_int(request: HttpRequest, key: str, default: int) -> int:
     return value
 
 
+def _page_rows(
+    rows: QuerySet[models.Capture], page: int, per_page: int, count: int
+) -> list[models.Capture]:
+    """The captures on one page; none past the last page.
+
+    A page past the last is answered with no results (not clamped, so a
+    script paging until the results run out stops) and without a query: an
+    OFFSET as large as `?page=99999999999999999999` makes would overflow
+    the database's integers.
+    """
+    start = (page - 1) * per_page
+    if start >= count:
+        return []
+    return list(rows.order_by("-created", "-id")[start : start + per_page])
+
+
 def _list(request: HttpRequest) -> HttpResponse:
     """Captures, newest first, paged; filters outcome, code, model, group, q."""
     rows = models.Capture.objects.only(*META_FIELDS)
@@ -331,8 +348,7 @@ def _list(request: HttpRequest) -> HttpResponse:
     page = _positive_int(request, "page", 1)
     per_page = min(_positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
     count = rows.count()
-    start = (page - 1) * per_page
-    found = list(rows.order_by("-created", "-id")[start : start + per_page]) if count else []
+    found = _page_rows(rows, page, per_page, count)
     return json_response(
         {
             "count": count,

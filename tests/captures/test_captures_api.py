@@ -583,6 +583,13 @@ def test_list_paging(client, listed):
     assert client.get(URL).json()["per_page"] == 50
 
 
+@pytest.mark.parametrize("page", ["99999999999999999999", str(2**63 - 1)])
+def test_a_page_far_past_the_last_is_empty_not_a_500(client, listed, page):
+    response = client.get(URL, {"per_page": 2, "page": page})
+    assert slugs(response) == []
+    assert response.json()["count"] == 5 and response.json()["pages"] == 3
+
+
 @pytest.mark.parametrize(
     "params",
     [

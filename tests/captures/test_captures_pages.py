@@ -103,6 +103,27 @@ def test_list_is_paged(client, monkeypatch):
     assert "outcome=ok&amp;page=2" in last  # filters survive paging
 
 
+HUGE_PAGE = "99999999999999999999"
+
+
+def test_a_page_far_past_the_last_opens_the_last_page(client, monkeypatch):
+    monkeypatch.setattr(capture_views, "CAPTURES_PER_PAGE", 2)
+    for number in range(3):
+        store_stream(
+            sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title=f"c{number}"
+        )
+    page = html(client.get(reverse("capture-list"), {"page": HUGE_PAGE}))
+    assert "page 2 of 2" in page and listed_titles(page) == ["c0"]
+
+
+@pytest.mark.parametrize(
+    "params", [{"page": HUGE_PAGE}, {"calls": HUGE_PAGE}, {"call": "0", "frag": HUGE_PAGE}]
+)
+def test_capture_page_paging_past_the_end_is_clamped_not_a_500(client, params):
+    capture = store_stream(long_stream(FRAGMENTS_PER_PAGE + 1), stream_format="sse")
+    assert 'id="call-0"' in html(client.get(capture.get_absolute_url(), params))
+
+
 def test_empty_list_points_to_upload(client):
     page = html(client.get(reverse("capture-list")))
     assert "No captures yet" in page and f'href="{reverse("upload")}"' in page
