@@ -42,11 +42,21 @@ def _body(content: dict[str, Any], where: str) -> bytes:
     if type(text) is not str:
         raise UnreadableInput(f"{where}: response content text is not a string")
     if str(content.get("encoding", "")).lower() == "base64":
-        try:
-            return base64.b64decode(text, validate=False)
-        except (binascii.Error, ValueError) as error:
-            raise UnreadableInput(f"{where}: base64 body does not decode: {error}") from None
+        return _base64_body(text, where)
     return text.encode("utf-8", "surrogatepass")
+
+
+def _base64_body(text: str, where: str) -> bytes:
+    """The decoded body; any character outside the base64 alphabet is refused
+    rather than skipped (skipping turned "!!!" into an empty stream).
+
+    Whitespace is removed first: recorders may wrap long base64 text in lines.
+    """
+    compact = "".join(text.split())
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise UnreadableInput(f"{where}: base64 body does not decode: {error}") from None
 
 
 def read_har(data: bytes) -> list[HarStream]:

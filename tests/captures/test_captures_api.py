@@ -105,6 +105,15 @@ def two_stream_har() -> bytes:
     )
 
 
+def bad_base64_har() -> bytes:
+    """One event-stream entry whose base64 body is not base64."""
+    entry = har_entry("https://api.example.com/v1/chat/completions", "")
+    entry["response"]["content"] |= {"text": "!!!", "encoding": "base64"}
+    return har(entry)
+
+
+BAD_BASE64_HAR = bad_base64_har()
+
 # -- helpers --------------------------------------------------------------------
 
 
@@ -339,8 +348,17 @@ def test_har_with_one_stream_has_no_group_and_no_captures_list(client):
         ),
         (b"\x00\x01binary", "", "can't tell the format"),
         (OK_SSE, "?format=xml", "unknown format 'xml'"),
+        (BAD_BASE64_HAR, "", "HAR entry 0: base64 body does not decode"),
     ],
-    ids=["broken-har", "not-json-har", "no-entries", "no-event-stream", "unknown", "bad-format"],
+    ids=[
+        "broken-har",
+        "not-json-har",
+        "no-entries",
+        "no-event-stream",
+        "unknown",
+        "bad-format",
+        "bad-base64",
+    ],
 )
 def test_bad_input_is_a_400_with_the_reason_and_nothing_stored(client, data, query, reason):
     response = post_raw(client, data, query, content_type="application/octet-stream")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import orjson
 import pytest
+from django.core.management import CommandError, call_command
 
 from inspector.assembly import UnreadableInput
 from inspector.captures import intake, models, store
@@ -84,6 +86,38 @@ def test_unreadable_input_stores_nothing():
     with pytest.raises(UnreadableInput, match="no text/event-stream"):
         store_upload(har(entry("https://a.example/", "{}", "application/json")), name="a.har")
     assert nothing_stored()
+
+
+def base64_entry(text: str) -> dict[str, Any]:
+    """An event-stream entry whose body is this base64 text."""
+    item = entry("https://a.example/v1", text)
+    item["response"]["content"]["encoding"] = "base64"
+    return item
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text", ["!!!", "ZGF0YTog*W0RPTkVdCgo=", "ZGF0YQ"])
+def test_a_base64_body_that_does_not_decode_is_unreadable_not_empty(text):
+    with pytest.raises(UnreadableInput, match="HAR entry 0: base64 body does not decode"):
+        store_upload(har(base64_entry(text)), name="a.har")
+    assert nothing_stored()
+
+
+@pytest.mark.django_db
+def test_a_base64_body_wrapped_in_lines_decodes():
+    encoded = base64.b64encode(SSE).decode()
+    wrapped = "\r\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76)) + "\n"
+    [capture] = store_upload(har(base64_entry(wrapped)), name="a.har")
+    assert bytes(capture.raw) == SSE and capture.outcome == "ok"
+
+
+def test_assemble_exits_2_on_a_base64_body_that_does_not_decode(tmp_path, capsys):
+    path = tmp_path / "bad.har"
+    path.write_bytes(har(base64_entry("!!!")))
+    with pytest.raises(CommandError, match="base64 body does not decode") as raised:
+        call_command("assemble", str(path))
+    assert raised.value.returncode == 2
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.django_db

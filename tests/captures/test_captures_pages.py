@@ -23,6 +23,23 @@ from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
 
+BAD_BASE64_HAR = orjson.dumps(
+    {
+        "log": {
+            "entries": [
+                {
+                    "response": {
+                        "content": {
+                            "mimeType": "text/event-stream",
+                            "text": "!!!",
+                            "encoding": "base64",
+                        }
+                    }
+                }
+            ]
+        }
+    }
+).decode()
 DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
 
@@ -166,6 +183,7 @@ def test_pasted_text_in_a_chosen_format_is_stored_as_is(client):
     [
         ({"text": "hello there"}, "can&#x27;t tell the format"),
         ({"text": "{not json", "format": "har"}, "HAR is not valid JSON"),
+        ({"text": BAD_BASE64_HAR, "format": "har"}, "base64 body does not decode"),
         ({}, "Choose a file or paste a stream."),
     ],
 )
