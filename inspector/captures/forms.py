@@ -9,6 +9,9 @@ from inspector.assembly import AUTO, HAR, JSONL, REFUSAL_CODES, SSE
 from .intake import max_upload_bytes
 from .models import Capture
 
+# The error code of a file over the limit: the page answers it with 413.
+TOO_LARGE = "too_large"
+
 FORMAT_CHOICES = [
     (AUTO, "Detect (by file name, else by the first bytes)"),
     (SSE, "SSE (text/event-stream)"),
@@ -34,7 +37,8 @@ class UploadForm(forms.Form):
         upload = self.cleaned_data.get("file")
         if upload is not None and upload.size > max_upload_bytes():
             raise forms.ValidationError(
-                f"The file is {upload.size} bytes; the limit is {max_upload_bytes()}."
+                f"The file is {upload.size} bytes; the limit is {max_upload_bytes()}.",
+                code=TOO_LARGE,
             )
         return upload
 

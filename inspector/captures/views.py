@@ -26,8 +26,8 @@ from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
 from . import presenters as p
 from . import reproducers
-from .forms import CaptureFilterForm, UploadForm
-from .intake import TooLarge, store_upload
+from .forms import TOO_LARGE, CaptureFilterForm, UploadForm
+from .intake import TooLarge, max_upload_bytes, store_upload
 from .models import Assembly, Capture
 
 log = logging.getLogger(__name__)
@@ -83,24 +83,46 @@ def upload(request):
         valid = form.is_valid()
     except RequestDataTooBig:
         form = UploadForm()
-        form.add_error(None, "The upload is larger than this server accepts.")
-        return render(request, "inspector/upload.html", {"form": form}, status=400)
-    if valid:
-        data, name = form.payload()
-        try:
-            captures = store_upload(
-                data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
-            )
-        except (UnreadableInput, TooLarge) as error:
-            form.add_error(None, f"Can't read this input: {error}")
-        except (ValueError, DatabaseError) as error:  # e.g. text the database can't hold
-            log.warning("upload could not be stored: %s", error)
-            form.add_error(None, f"Can't store this input: {error}")
-        else:
-            if len(captures) == 1:
-                return redirect(captures[0])
-            return redirect(reverse("capture-list") + "?" + urlencode({"group": captures[0].group}))
-    return render(request, "inspector/upload.html", {"form": form}, status=400)
+        form.cleaned_data = {}  # an unbound form has none, and add_error needs it
+        form.add_error(None, _too_big_message(request))
+        return _upload_refused(request, form, too_large=True)
+    if not valid:
+        return _upload_refused(request, form, too_large=form.has_error("file", TOO_LARGE))
+    data, name = form.payload()
+    try:
+        captures = store_upload(
+            data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
+        )
+    except TooLarge as error:
+        form.add_error(None, f"Can't read this input: {error}")
+        return _upload_refused(request, form, too_large=True)
+    except UnreadableInput as error:
+        form.add_error(None, f"Can't read this input: {error}")
+        return _upload_refused(request, form)
+    except (ValueError, DatabaseError) as error:  # e.g. text the database can't hold
+        log.warning("upload could not be stored: %s", error)
+        form.add_error(None, f"Can't store this input: {error}")
+        return _upload_refused(request, form)
+    if len(captures) == 1:
+        return redirect(captures[0])
+    return redirect(reverse("capture-list") + "?" + urlencode({"group": captures[0].group}))
+
+
+def _upload_refused(request, form: UploadForm, *, too_large: bool = False) -> HttpResponse:
+    """The form again with its errors: 413 when the upload was too large (as
+    the API answers), else 400."""
+    status = 413 if too_large else 400
+    return render(request, "inspector/upload.html", {"form": form}, status=status)
+
+
+def _too_big_message(request) -> str:
+    """Django refused the body before the form saw it; say how large it was
+    when the request tells."""
+    limit = max_upload_bytes()
+    length = request.META.get("CONTENT_LENGTH") or ""
+    if length.isdigit():
+        return f"The upload is {length} bytes; the limit is {limit}."
+    return f"The upload is larger than this server accepts; the limit is {limit} bytes."
 
 
 @require_GET

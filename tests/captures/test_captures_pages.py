@@ -202,13 +202,24 @@ def test_a_file_and_text_together_are_refused(client):
     assert models.Capture.objects.count() == 0
 
 
-def test_too_large_an_upload_is_an_error_on_the_form(client, settings):
+def test_too_large_an_upload_is_a_413_with_the_error_on_the_form(client, settings):
     settings.INSPECTOR_MAX_UPLOAD_BYTES = 100
     with open(DEMO / "cut_connection.sse", "rb") as stream:
         response = post_upload(client, file=stream)
-    assert response.status_code == 400 and "the limit is 100" in response.content.decode()
+    assert response.status_code == 413 and "the limit is 100" in response.content.decode()
     response = post_upload(client, text="data: [DONE]\n\n" * 20)
-    assert response.status_code == 400 and "the limit is 100" in response.content.decode()
+    assert response.status_code == 413 and "the limit is 100" in response.content.decode()
+    assert 'role="alert"' in response.content.decode()
+    assert models.Capture.objects.count() == 0
+
+
+def test_a_body_over_djangos_own_limit_is_a_413_with_the_error_on_the_form(client, settings):
+    settings.INSPECTOR_MAX_UPLOAD_BYTES = 100
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 200
+    response = post_upload(client, text="data: [DONE]\n\n" * 40)
+    page = response.content.decode()
+    assert response.status_code == 413 and "Nothing was stored." in page
+    assert "the limit is 100" in page
     assert models.Capture.objects.count() == 0
 
 
