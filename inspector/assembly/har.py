@@ -27,12 +27,22 @@ class HarStream:
     url: str
     started: str | None  # the entry's startedDateTime
     body: bytes
+    status: int | None = None  # the response's HTTP status, when it is one
 
 
 def _is_event_stream(mime: Any) -> bool:
     if type(mime) is not str:
         return False
     return mime.split(";", 1)[0].strip().lower() == EVENT_STREAM
+
+
+def _status(response: dict[str, Any]) -> int | None:
+    """The response's HTTP status; None for anything else (HAR writes 0 when
+    no response arrived, and a file can hold any value)."""
+    status = response.get("status")
+    if type(status) is int and 100 <= status <= 599:
+        return status
+    return None
 
 
 def _body(content: dict[str, Any], where: str) -> bytes:
@@ -87,6 +97,7 @@ def read_har(data: bytes) -> list[HarStream]:
                 url=url if type(url) is str else "",
                 started=started if type(started) is str else None,
                 body=_body(content, f"HAR entry {number}"),
+                status=_status(response),
             )
         )
     if not streams:

@@ -52,6 +52,8 @@ META_FIELDS = (
     "lenient_outcome",
     "group",
     "har_entry",
+    "started_at",
+    "http_status",
 )
 
 
@@ -239,6 +241,8 @@ def _meta(capture: models.Capture) -> dict[str, Any]:
         "lenient_outcome": capture.lenient_outcome,
         "group": capture.group,
         "har_entry": capture.har_entry,
+        "started_at": capture.started_at.isoformat() if capture.started_at else None,
+        "http_status": capture.http_status,
     }
 
 

@@ -8,10 +8,13 @@ each event-stream response body is stored.
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from inspector.assembly import AUTO, HAR, UnreadableInput, detect_format, read_har
 
@@ -55,9 +58,28 @@ def store_upload(
                 har_entry=stream.position,
                 source_url=_public_url(stream.url),
                 provider=_host(stream.url),
+                http_status=stream.status,
+                started_at=_started_at(stream.started),
             )
             for stream in streams
         ]
+
+
+def _started_at(text: str | None) -> datetime | None:
+    """A HAR entry's startedDateTime (ISO 8601) as an aware UTC datetime;
+    None when it is missing or not a time, which does not make the rest of the
+    entry unreadable.  Without an offset it is taken as UTC."""
+    if not text:
+        return None
+    try:
+        value = parse_datetime(text)
+        if value is None:
+            return None
+        if timezone.is_naive(value):
+            return timezone.make_aware(value, UTC)
+        return value.astimezone(UTC)
+    except (ValueError, OverflowError):  # e.g. month 13, or past year 9999 in UTC
+        return None
 
 
 def _host(url: str) -> str:

@@ -42,6 +42,9 @@ class Capture(models.Model):
     model = models.CharField(max_length=200, blank=True, db_index=True)
     provider = models.CharField(max_length=100, blank=True)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
+    # When the recorded request started, as the recording says (a HAR entry's
+    # startedDateTime); None when it does not say.
+    started_at = models.DateTimeField(null=True, blank=True)
     byte_size = models.BigIntegerField(default=0)
     frame_count = models.IntegerField(default=0)
     outcome = models.CharField(max_length=8, choices=Outcome.choices, db_index=True)
@@ -49,8 +52,9 @@ class Capture(models.Model):
     lenient_outcome = models.CharField(max_length=8, blank=True)
     raw = models.BinaryField()  # the stream's bytes exactly as received
     # Live capture (proxy, ingest): the request that was sent, secrets removed;
-    # the upstream's name and HTTP status; retries of one logical request share
-    # `attempt_group` and are numbered by `attempt` from 1.
+    # the upstream's name and HTTP status (also a HAR entry's response status);
+    # retries of one logical request share `attempt_group` and are numbered by
+    # `attempt` from 1.
     request_json = models.TextField(blank=True)
     upstream = models.CharField(max_length=100, blank=True)
     http_status = models.IntegerField(null=True, blank=True)

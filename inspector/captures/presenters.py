@@ -59,6 +59,8 @@ CAPTURE_FIELDS = (
     "model",
     "provider",
     "created",
+    "started_at",
+    "http_status",
     "byte_size",
     "frame_count",
     "outcome",

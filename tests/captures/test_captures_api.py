@@ -16,6 +16,7 @@ from django.test import Client, RequestFactory
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
 from inspector.captures import api, models, store
+from inspector.captures.api import capture_path
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
@@ -333,6 +334,25 @@ def test_har_with_one_stream_has_no_group_and_no_captures_list(client):
     assert capture.group == ""
     assert capture.har_entry == 0
     assert capture.input_format == "har"
+
+
+def test_a_har_entrys_start_and_status_are_in_the_metadata_and_on_the_page(client):
+    data = har(har_entry("https://api.example.com/v1/chat/completions", OK_SSE.decode()))
+    slug = post_raw(client, data, content_type="application/json").json()["slug"]
+    meta = detail(client, slug).json()
+    assert meta["started_at"] == "2026-01-02T03:04:05+00:00"
+    assert meta["http_status"] == 200
+    assert client.get(URL).json()["results"][0]["started_at"] == meta["started_at"]
+    page = client.get(capture_path(slug)).content.decode()
+    assert 'datetime="2026-01-02T03:04:05+00:00"' in page and "2026-01-02 03:04:05 UTC" in page
+    assert "<dt>HTTP status</dt><dd data-http-status>200</dd>" in page
+
+
+def test_a_raw_upload_has_no_start_or_status(client):
+    slug = post_raw(client, OK_SSE, content_type="text/event-stream").json()["slug"]
+    meta = detail(client, slug).json()
+    assert meta["started_at"] is None and meta["http_status"] is None
+    assert "data-started-at" not in client.get(capture_path(slug)).content.decode()
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -165,6 +166,35 @@ def test_a_har_with_one_stream_keeps_its_title_and_no_group():
     assert capture.title == "one"
     assert capture.group == ""
     assert capture.har_entry == 0
+
+
+def timed_entry(started: Any, status: Any) -> dict[str, Any]:
+    item = entry("https://a.example/v1", SSE.decode())
+    item["startedDateTime"] = started
+    item["response"]["status"] = status
+    return item
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("started", "status", "started_at", "http_status"),
+    [
+        ("2024-06-10T09:00:00.123Z", 200, datetime(2024, 6, 10, 9, 0, 0, 123000, UTC), 200),
+        ("2024-06-10T11:00:00+02:00", 429, datetime(2024, 6, 10, 9, 0, 0, tzinfo=UTC), 429),
+        ("2024-06-10T09:00:00", 201, datetime(2024, 6, 10, 9, 0, 0, tzinfo=UTC), 201),
+        ("2024-13-40T09:00:00Z", 0, None, None),
+        ("yesterday", "200", None, None),
+        ("9999-12-31T23:59:59-05:00", 2**40, None, None),
+        (None, None, None, None),
+    ],
+    ids=["utc", "offset", "no-offset", "no-such-day", "not-a-time", "overflow", "missing"],
+)
+def test_a_har_entry_keeps_its_start_and_status(started, status, started_at, http_status):
+    [capture] = store_upload(har(timed_entry(started, status)), name="a.har")
+    capture.refresh_from_db()
+    assert capture.started_at == started_at
+    assert capture.http_status == http_status
+    assert capture.outcome == "ok"
 
 
 @pytest.mark.parametrize(
