@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import QuerySet
 
 from inspector.assembly import AUTO, HAR, JSONL, REFUSAL_CODES, SSE
 
@@ -74,9 +75,11 @@ class CaptureFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Title contains")
     group = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
 
-    def filter(self, queryset):
+    def filter(self, queryset: QuerySet[Capture]) -> QuerySet[Capture]:
+        """The captures that pass the filters; none when a filter is invalid
+        (never all of them, as if it had been applied)."""
         if not self.is_valid():
-            return queryset
+            return queryset.none()
         data = self.cleaned_data
         if data["outcome"]:
             queryset = queryset.filter(outcome=data["outcome"])

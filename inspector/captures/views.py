@@ -50,9 +50,15 @@ LIST_FIELDS = (
 
 @require_GET
 def capture_list(request):
+    """The captures, newest first, paged and filtered.  A filter that can't be
+    used (`?outcome=zzz`) is a 400 page with the form and the reason, listing
+    nothing: listing every capture would look like the filter was applied."""
     filters = CaptureFilterForm(request.GET)
-    captures = filters.filter(Capture.objects.only(*LIST_FIELDS))
-    page = Paginator(captures, CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
+    valid = filters.is_valid()
+    page = None
+    if valid:
+        captures = filters.filter(Capture.objects.only(*LIST_FIELDS))
+        page = Paginator(captures, CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
     kept = {k: v for k, v in request.GET.items() if k != "page" and v}
     models = (
         Capture.objects.exclude(model="")
@@ -60,18 +66,15 @@ def capture_list(request):
         .values_list("model", flat=True)
         .distinct()[:200]
     )
-    return render(
-        request,
-        "inspector/capture_list.html",
-        {
-            "filters": filters,
-            "page": page,
-            "models": models,
-            "query": urlencode(kept),
-            "filtered": bool(kept),
-            "group": filters.cleaned_data.get("group") if filters.is_valid() else "",
-        },
-    )
+    context = {
+        "filters": filters,
+        "page": page,
+        "models": models,
+        "query": urlencode(kept),
+        "filtered": bool(kept),
+        "group": filters.cleaned_data.get("group") if valid else "",
+    }
+    return render(request, "inspector/capture_list.html", context, status=200 if valid else 400)
 
 
 @require_http_methods(["GET", "POST"])

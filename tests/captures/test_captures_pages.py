@@ -107,6 +107,26 @@ def test_list_filters_by_outcome_refusal_model_and_title(client):
     assert titles(outcome="refused", q="parallel") == set()
 
 
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"outcome": "zzz"}, "Outcome: Select a valid choice. zzz is not one of"),
+        ({"refusal": "NOT_A_CODE", "outcome": "ok"}, "Refusal: Select a valid choice."),
+        ({"model": "m" * 201}, "Model: Ensure this value has at most 200 characters"),
+    ],
+    ids=["outcome", "refusal", "model-too-long"],
+)
+def test_an_invalid_filter_is_a_400_listing_nothing_with_the_reason(client, params, reason):
+    demo("parallel_calls_ok.sse", "parallel calls")
+    response = client.get(reverse("capture-list"), params)
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert 'role="alert"' in page and "these filters can't be used" in page
+    assert reason in page
+    assert listed_titles(page) == [] and "No capture matches" not in page
+    assert '<form class="filters"' in page
+
+
 def test_list_is_paged(client, monkeypatch):
     monkeypatch.setattr(capture_views, "CAPTURES_PER_PAGE", 2)
     for number in range(5):
