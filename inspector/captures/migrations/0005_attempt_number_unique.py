@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('captures', '0003_derived_captures'),
+        ('captures', '0004_har_timing'),
     ]
 
     operations = [
