@@ -3,11 +3,15 @@
 The proxy forwards every request header (Authorization, api-key headers,
 cookies included) but stores only the request body, and that with
 
-* every field whose name looks like a secret removed (`api_key`, `password`,
-  `access_token`, `client_secret`, ... at any depth, when its value is a
-  string, number or null; a dict under such a name, e.g. a tool's JSON
-  schema for a `password` parameter, is kept), plus the names or
-  shell-style patterns (`tenant_*`) in the setting `INSPECTOR_REDACT_FIELDS`;
+* every field whose name looks like a secret (`api_key`, `password`,
+  `access_token`, `client_secret`, plurals such as `tokens` or `api_keys`,
+  ... at any depth), plus the names or shell-style patterns (`tenant_*`) in
+  the setting `INSPECTOR_REDACT_FIELDS`: removed when its value is a string
+  or number; when it is a list or object (`{"auth": {"x": ...}}`), every
+  string and number inside becomes `[redacted]` and the shape is kept.
+  The exception is a JSON Schema (a tool's `parameters` describing a
+  `password` parameter): it is kept whole, since the tools are what makes
+  a stored request worth reading;
 * every occurrence of a secret header's value (the API key itself) replaced
   by `[redacted]` in whatever string it hides in.
 
@@ -62,13 +66,88 @@ SECRET_FIELDS = frozenset(
         "privatekey",
         "accesskey",
         "secretkey",
+        "session",
         "sessionid",
     }
 )
 SECRET_SUFFIXES = ("apikey", "password", "passwd", "secret", "token", "privatekey", "secretkey")
+# A plural is as secret as its singular (`tokens`, `api_keys`), except for the
+# suffix `token`: `max_tokens` and `prompt_tokens` are counts.  Plural tokens
+# are secret by these names only.
+PLURAL_TOKENS = ("accesstoken", "refreshtoken", "idtoken", "authtoken", "apitoken", "sessiontoken")
+# The words of a JSON Schema: an object under a secret name made of these
+# alone (and saying what it describes) is a schema, not a credential.
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$ref",
+        "$defs",
+        "$comment",
+        "$anchor",
+        "definitions",
+        "type",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "example",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "nullable",
+        "format",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "unevaluatedItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "contentEncoding",
+        "contentMediaType",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "strict",
+    }
+)
+SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+# The schema words whose value maps names to schemas.
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+# What makes an object of schema words describe something.
+SCHEMA_MARKS = ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties")
 # Shorter values are too likely to occur by chance to be scrubbed from text.
 MIN_SECRET_VALUE = 8
 
+_PLURAL_SUFFIXES = tuple(s for s in SECRET_SUFFIXES if s != "token")
 _NOT_NAME = re.compile(r"[^a-z0-9]")
 
 
@@ -106,6 +185,17 @@ def is_secret_field(name: str, extra: frozenset[str] = frozenset()) -> bool:
     compact = compact_name(name)
     if not compact:
         return False
+    if _is_secret_compact(compact, extra):
+        return True
+    stem = compact[:-1] if compact.endswith("s") else ""
+    if not stem:
+        return False
+    if stem in SECRET_FIELDS or stem.endswith(PLURAL_TOKENS):
+        return True
+    return stem.endswith(_PLURAL_SUFFIXES)
+
+
+def _is_secret_compact(compact: str, extra: frozenset[str]) -> bool:
     if compact in SECRET_FIELDS or compact in extra or compact.endswith(SECRET_SUFFIXES):
         return True
     return any(fnmatchcase(compact, p) for p in extra if "*" in p or "?" in p or "[" in p)
@@ -150,20 +240,59 @@ def _redact(value: Any, secrets: tuple[str, ...], fields: frozenset[str]) -> Any
         out = {}
         for key, item in value.items():
             key = _scrub(key, secrets) if isinstance(key, str) else key
-            if (
-                isinstance(key, str)
-                and is_secret_field(key, fields)
-                and (item is None or isinstance(item, str | int | float))
-                and not isinstance(item, bool)
-            ):
-                continue
-            out[key] = _redact(item, secrets, fields)
+            if not (isinstance(key, str) and is_secret_field(key, fields)):
+                out[key] = _redact(item, secrets, fields)
+            elif isinstance(item, dict | list):
+                out[key] = _blank(item, secrets, fields)
+            elif isinstance(item, bool):
+                out[key] = item
+            # else: a secret string, number or null, removed with its name
         return out
     if isinstance(value, list):
         return [_redact(item, secrets, fields) for item in value]
     if isinstance(value, str):
         return _scrub(value, secrets)
     return value
+
+
+def _blank(value: Any, secrets: tuple[str, ...], fields: frozenset[str]) -> Any:
+    """What stays of a list or object under a secret name: its shape, every
+    string and number replaced, except in the JSON Schemas it holds (or is),
+    which are redacted like any other part of the body."""
+    if isinstance(value, dict):
+        if looks_like_schema(value):
+            return _redact(value, secrets, fields)
+        return {
+            (_scrub(k, secrets) if isinstance(k, str) else k): _blank(v, secrets, fields)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_blank(item, secrets, fields) for item in value]
+    if value is None or isinstance(value, bool):
+        return value
+    return REDACTED
+
+
+def looks_like_schema(value: dict) -> bool:
+    """Plainly a JSON Schema: only schema keywords, at least one of which
+    says what is described, and a `type` (when there is one) naming JSON
+    types.  `{"type": "bearer", "token": ...}` is not one."""
+    if not value or not all(isinstance(k, str) and k in SCHEMA_KEYWORDS for k in value):
+        return False
+    if not any(mark in value for mark in SCHEMA_MARKS):
+        return False
+    kind = value.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    if not all(isinstance(k, str) and k in SCHEMA_TYPES for k in kinds):
+        return False
+    return all(_holds_schemas(value.get(key)) for key in SCHEMA_MAPS)
+
+
+def _holds_schemas(value: Any) -> bool:
+    """`properties` (and the like) of a schema map names to schemas."""
+    return value is None or (
+        isinstance(value, dict) and all(isinstance(v, dict | bool) for v in value.values())
+    )
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

@@ -130,3 +130,111 @@ def test_upstreams_from_settings(settings):
     assert upstream_url("other", "chat/completions") is None
     settings.INSPECTOR_UPSTREAMS = {"x": "https://example.com/v1/"}
     assert upstreams() == {"x": "https://example.com/v1"}
+
+
+# -- plural names, and containers under a secret name ---------------------------
+
+CANARY_VALUE = "sk-canary-XYZ123"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tokens": [CANARY_VALUE]},
+        {"auth": {"x": CANARY_VALUE}},
+        {"credentials": [{"k": CANARY_VALUE}]},
+        {"api_keys": [CANARY_VALUE]},
+        {"passwords": {"db": CANARY_VALUE}},
+        {"secrets": [[CANARY_VALUE], {"deep": {"er": CANARY_VALUE}}]},
+        {"cookies": {"session": CANARY_VALUE}},
+        {"session": CANARY_VALUE},
+        {"access_tokens": [CANARY_VALUE]},
+        {"refresh_tokens": [CANARY_VALUE]},
+        {"metadata": {"client_secrets": [CANARY_VALUE]}},
+        {"auth": {"type": "bearer", "token": CANARY_VALUE, "value": CANARY_VALUE}},
+        # "type" alone does not make a schema: "value" is no schema keyword
+        {"auth": {"type": "string", "value": CANARY_VALUE}},
+        {"credentials": {"type": "object", "properties": {"k": CANARY_VALUE}}},
+    ],
+)
+def test_no_secret_survives_under_a_secret_name(body):
+    assert CANARY_VALUE not in str(redact.redact_body(body))
+
+
+def test_a_secret_container_keeps_its_shape():
+    body = {
+        "tokens": ["sk-a", "sk-b"],
+        "auth": {"x": "sk-c", "n": 12, "on": True, "none": None},
+        "credentials": [{"k": "sk-d"}, ["sk-e"]],
+        "model": "m",
+    }
+    assert redact.redact_body(body) == {
+        "tokens": ["[redacted]", "[redacted]"],
+        "auth": {"x": "[redacted]", "n": "[redacted]", "on": True, "none": None},
+        "credentials": [{"k": "[redacted]"}, ["[redacted]"]],
+        "model": "m",
+    }
+
+
+def test_plural_names_are_secret_but_token_counts_are_not():
+    for name in (
+        "tokens",
+        "apiKeys",
+        "api-keys",
+        "passwords",
+        "secrets",
+        "credentials",
+        "cookies",
+        "client_secrets",
+        "private_keys",
+        "access_tokens",
+        "Auths",
+    ):
+        assert redact.is_secret_field(name), name
+    for name in (
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "reasoning_tokens",
+        "cached_tokens",
+        "max_new_tokens",
+        "input_tokens",
+        "status",
+        "access",
+        "keys",
+        "process",
+    ):
+        assert not redact.is_secret_field(name), name
+
+
+def test_tool_schemas_naming_secret_parameters_are_kept_whole():
+    parameters = {
+        "type": "object",
+        "properties": {
+            "api_key": {"type": "string", "description": "the key", "minLength": 8},
+            "token": {"type": ["string", "null"], "pattern": "^sk-"},
+            "tokens": {"type": "array", "items": {"type": "string"}},
+            "auth": {
+                "type": "object",
+                "properties": {"password": {"type": "string"}, "user": {"type": "string"}},
+                "required": ["password"],
+                "additionalProperties": False,
+            },
+            "credentials": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/cred"}]},
+            "secret": {"enum": ["a", "b"]},
+        },
+        "required": ["api_key", "token"],
+        "$defs": {"cred": {"type": "object", "properties": {"key": {"type": "string"}}}},
+    }
+    body = {
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": parameters}}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "r", "schema": parameters},
+        },
+    }
+    out = redact.redact_body(body)
+    assert out == body
