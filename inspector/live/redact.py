@@ -75,6 +75,10 @@ SECRET_SUFFIXES = ("apikey", "password", "passwd", "secret", "token", "privateke
 # suffix `token`: `max_tokens` and `prompt_tokens` are counts.  Plural tokens
 # are secret by these names only.
 PLURAL_TOKENS = ("accesstoken", "refreshtoken", "idtoken", "authtoken", "apitoken", "sessiontoken")
+# Query parameters that carry credentials besides the secret field names:
+# Google's `?key=`, SAS and S3 signatures, S3's `X-Amz-Credential`.
+SECRET_QUERY_NAMES = frozenset({"key", "sig", "signature"})
+SECRET_QUERY_SUFFIXES = ("key", "signature", "credential")
 # The words of a JSON Schema: an object under a secret name made of these
 # alone (and saying what it describes) is a schema, not a credential.
 SCHEMA_KEYWORDS = frozenset(
@@ -201,6 +205,14 @@ def _is_secret_compact(compact: str, extra: frozenset[str]) -> bool:
     return any(fnmatchcase(compact, p) for p in extra if "*" in p or "?" in p or "[" in p)
 
 
+def is_secret_query_name(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """A secret field name, or one only a URL uses for credentials (`key`)."""
+    compact = compact_name(name)
+    if compact in SECRET_QUERY_NAMES or compact.endswith(SECRET_QUERY_SUFFIXES):
+        return True
+    return is_secret_field(name, extra)
+
+
 def secret_values(headers: Iterable[tuple[str, str]]) -> list[str]:
     """The credential values in `headers`: each secret header's whole value,
     the token after an auth scheme ("Bearer sk-..." gives "sk-..."), and the
@@ -308,15 +320,15 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact_url(url: str, secrets: Iterable[str] = ()) -> str:
-    """The URL without secret-looking query parameters (Azure's `api-key=`)
-    and without user:password."""
+    """The URL without secret-looking query parameters (Azure's `api-key=`,
+    Google's `key=`, signatures) and without user:password."""
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     query = parts.query
     if query:
         fields = extra_fields()
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, v) for k, v in pairs if not is_secret_field(k, fields)])
+        query = urlencode([(k, v) for k, v in pairs if not is_secret_query_name(k, fields)])
     out = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return _scrub(out, tuple(secrets))
 

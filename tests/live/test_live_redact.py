@@ -238,3 +238,14 @@ def test_tool_schemas_naming_secret_parameters_are_kept_whole():
     }
     out = redact.redact_body(body)
     assert out == body
+
+
+def test_redact_url_drops_key_and_signature_parameters():
+    url = (
+        "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent"
+        f"?alt=sse&key={CANARY_VALUE}&api_key={CANARY_VALUE}&sig={CANARY_VALUE}"
+        f"&X-Amz-Signature={CANARY_VALUE}&X-Amz-Credential={CANARY_VALUE}&access_tokens=x"
+    )
+    assert redact.redact_url(url) == (
+        "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"
+    )
