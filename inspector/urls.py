@@ -20,5 +20,6 @@ urlpatterns = [
     path("", include("inspector.captures.urls")),
 ]
 
-# daphne doesn't serve static files itself; with DEBUG on (local `make run`) Django does.
+# Under ASGI, inspector.asgi serves static files whatever DEBUG says; this pattern is for
+# the test client and WSGI with DEBUG on.
 urlpatterns += staticfiles_urlpatterns()
