@@ -10,6 +10,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from inspector import deploy
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -20,14 +22,19 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-SECRET_KEY = os.environ.get(
-    "INSPECTOR_SECRET_KEY", "dev-only-insecure-key-change-me-stream-inspector"
-)
+SECRET_KEY = os.environ.get("INSPECTOR_SECRET_KEY", deploy.DEV_SECRET_KEY)
 DEBUG = _env_bool("INSPECTOR_DEBUG", True)
 
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"] + [
     h.strip() for h in os.environ.get("INSPECTOR_ALLOWED_HOSTS", "").split(",") if h.strip()
 ]
+
+# Behind an HTTPS load balancer (README "PostgreSQL, Redis, and more than one process"):
+# the page origins browsers post forms from, and trust in X-Forwarded-Proto (inspector/deploy.py).
+CSRF_TRUSTED_ORIGINS = deploy.csrf_trusted_origins(os.environ)
+_https_proxy = deploy.https_proxy(os.environ)
+SECURE_PROXY_SSL_HEADER = _https_proxy.ssl_header
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _https_proxy.secure_cookies
 
 INSTALLED_APPS = [
     "daphne",  # must be first: its runserver replaces Django's with an ASGI one
