@@ -62,3 +62,41 @@ def https_proxy(environ: Mapping[str, str]) -> HttpsProxy:
     if not env_bool(environ, "INSPECTOR_BEHIND_HTTPS_PROXY", False):
         return HttpsProxy(ssl_header=None, secure_cookies=False)
     return HttpsProxy(ssl_header=FORWARDED_PROTO_HEADER, secure_cookies=True)
+
+
+def unsafe_startup_reasons(*, require_login: bool, debug: bool, secret_key: str) -> list[str]:
+    """Why a login-protected server must not start as configured (empty: it may).
+
+    Login asks for protection: DEBUG pages show settings and tracebacks to anyone, and the
+    public dev key lets anyone forge a session cookie, which would defeat it.
+    """
+    if not require_login:
+        return []
+    reasons = []
+    if debug:
+        reasons.append("DEBUG is on (set INSPECTOR_DEBUG=0)")
+    if not secret_key or secret_key == DEV_SECRET_KEY:
+        reasons.append("the development SECRET_KEY is in use (set INSPECTOR_SECRET_KEY)")
+    return reasons
+
+
+def refuse_unsafe_startup(
+    environ: Mapping[str, str], *, require_login: bool, debug: bool, secret_key: str
+) -> None:
+    """Raise ImproperlyConfigured for an unsafe login setup, unless INSPECTOR_ALLOW_INSECURE=1.
+
+    Only the environment at startup counts: tests that turn login on with override_settings
+    never come here.  The test suite sets INSPECTOR_ALLOW_INSECURE=1 for the daphne servers
+    it starts with INSPECTOR_REQUIRE_LOGIN=1 (tests/conftest.py).
+    """
+    if env_bool(environ, "INSPECTOR_ALLOW_INSECURE", False):
+        return
+    reasons = unsafe_startup_reasons(
+        require_login=require_login, debug=debug, secret_key=secret_key
+    )
+    if reasons:
+        raise ImproperlyConfigured(
+            "INSPECTOR_REQUIRE_LOGIN=1 refused: "
+            + "; ".join(reasons)
+            + ". INSPECTOR_ALLOW_INSECURE=1 overrides this for local trials."
+        )

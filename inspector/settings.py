@@ -189,3 +189,8 @@ LOGOUT_REDIRECT_URL = "login"
 # Set by SecurityMiddleware on every response (these are Django's defaults, stated here).
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+
+# Login on, but DEBUG on or the public dev key: refuse to start (inspector/deploy.py).
+deploy.refuse_unsafe_startup(
+    os.environ, require_login=INSPECTOR_REQUIRE_LOGIN, debug=DEBUG, secret_key=SECRET_KEY
+)

@@ -52,6 +52,13 @@ CHROMIUM_ARGS = [
 ]
 
 
+# --- the suite's servers run with login on, DEBUG on and the dev key, on purpose ----------
+
+# inspector/deploy.py refuses INSPECTOR_REQUIRE_LOGIN=1 with DEBUG on or the development
+# SECRET_KEY; daphne subprocesses and `python -c` children inherit this and may start.
+os.environ.setdefault("INSPECTOR_ALLOW_INSECURE", "1")
+
+
 # --- pytest-playwright with Debian's chromium (never `playwright install`, p8) -------------
 
 

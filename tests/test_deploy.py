@@ -1,5 +1,5 @@
 """Deployment settings from the environment (inspector/deploy.py): HTTPS load balancer,
-CSRF trusted origins."""
+CSRF trusted origins, and the refusal to start a login-protected server unsafely."""
 
 from __future__ import annotations
 
@@ -63,6 +63,16 @@ def test_https_proxy_trusts_forwarded_proto_and_secures_cookies_only_when_asked(
     assert on == (("HTTP_X_FORWARDED_PROTO", "https"), True)
 
 
+def test_unsafe_startup_reasons():
+    safe = {"debug": False, "secret_key": "a-real-secret"}
+    assert deploy.unsafe_startup_reasons(require_login=True, **safe) == []
+    assert deploy.unsafe_startup_reasons(require_login=False, debug=True, secret_key="") == []
+    both = deploy.unsafe_startup_reasons(
+        require_login=True, debug=True, secret_key=deploy.DEV_SECRET_KEY
+    )
+    assert len(both) == 2 and "DEBUG" in both[0] and "SECRET_KEY" in both[1]
+
+
 # --- the settings module, imported with an environment -----------------------------------
 
 
@@ -87,6 +97,31 @@ def test_settings_defaults_stay_local():
     out = settings_process()
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "None", "False", "False", "testserver"]
+
+
+def test_login_with_debug_on_and_the_dev_key_refuses_to_start():
+    out = settings_process(INSPECTOR_REQUIRE_LOGIN="1")
+    assert out.returncode != 0
+    assert "ImproperlyConfigured: INSPECTOR_REQUIRE_LOGIN=1 refused" in out.stderr
+    assert "DEBUG is on" in out.stderr and "development SECRET_KEY" in out.stderr
+
+
+def test_login_with_the_dev_key_refuses_to_start_even_with_debug_off():
+    out = settings_process(INSPECTOR_REQUIRE_LOGIN="1", INSPECTOR_DEBUG="0")
+    assert out.returncode != 0
+    assert "development SECRET_KEY" in out.stderr and "DEBUG is on" not in out.stderr
+
+
+def test_login_with_debug_off_and_a_real_key_starts():
+    out = settings_process(
+        INSPECTOR_REQUIRE_LOGIN="1", INSPECTOR_DEBUG="0", INSPECTOR_SECRET_KEY="s3cret-" * 8
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_allow_insecure_overrides_the_refusal():
+    out = settings_process(INSPECTOR_REQUIRE_LOGIN="1", INSPECTOR_ALLOW_INSECURE="1")
+    assert out.returncode == 0, out.stderr
 
 
 # --- why the proxy header matters: the login form behind an HTTPS balancer ---------------
