@@ -194,3 +194,13 @@ SECURE_REFERRER_POLICY = "same-origin"
 deploy.refuse_unsafe_startup(
     os.environ, require_login=INSPECTOR_REQUIRE_LOGIN, debug=DEBUG, secret_key=SECRET_KEY
 )
+
+# --- Logging ----------------------------------------------------------------------------------
+# httpx logs every upstream request's full URL at INFO, query string included, and a
+# client may put its API key there (`?api-key=`, `?key=`): the proxy's calls stay out of
+# the log.  Warnings and errors still show.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+}

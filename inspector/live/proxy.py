@@ -192,7 +192,10 @@ def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
     if query:
         url = f"{url}?{query}"
     items = redact.header_items(request.headers)
-    secrets = redact.secret_values(items)
+    # Longest first, so a scrub replaces whole keys.
+    secrets = sorted(
+        {*redact.secret_values(items), *redact.query_secret_values(query)}, key=len, reverse=True
+    )
     headers = [
         (name, value)
         for name, value in items

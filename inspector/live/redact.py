@@ -234,6 +234,15 @@ def secret_values(headers: Iterable[tuple[str, str]]) -> list[str]:
     return sorted((v for v in values if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)
 
 
+def query_secret_values(query: str) -> list[str]:
+    """The values of a query string's secret parameters (`?api-key=...`), so
+    that the same key found elsewhere (an echo in the body) is scrubbed too."""
+    fields = extra_fields()
+    pairs = parse_qsl(query, keep_blank_values=True)
+    values = {v.strip() for k, v in pairs if is_secret_query_name(k, fields)}
+    return [v for v in values if len(v) >= MIN_SECRET_VALUE]
+
+
 def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     """The headers, each credential replaced by `[redacted]`: for logs and
     displays, never for forwarding."""

@@ -249,3 +249,36 @@ def test_redact_url_drops_key_and_signature_parameters():
     assert redact.redact_url(url) == (
         "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"
     )
+
+
+def test_a_key_in_the_query_string_is_scrubbed_wherever_the_request_repeats_it(settings, rf):
+    from inspector.live.proxy import prepare
+
+    settings.INSPECTOR_UPSTREAMS = "fake=http://127.0.0.1:9100/v1"
+    key = "sk-only-in-the-query-789"
+    body = {"model": "m", "messages": [{"role": "user", "content": f"my key is {key}"}]}
+    request = rf.post(
+        f"/proxy/fake/v1/chat/completions?api-key={key}&api-version=2024-10-21",
+        data=body,
+        content_type="application/json",
+    )
+    out = prepare(request, "fake", "chat/completions")
+    assert key in out.url  # forwarded...
+    assert key not in out.request_json and key not in out.source_url  # ...never stored
+    assert "api-version=2024-10-21" in out.source_url
+    assert redact.query_secret_values("key=short&q=sk-not-a-param-name") == []
+
+
+def test_upstream_request_urls_are_not_logged():
+    """httpx logs each request's URL at INFO, query string and any key in it;
+    daphne sets the root logger to INFO."""
+    import logging
+
+    root, httpx_log = logging.getLogger(), logging.getLogger("httpx")
+    level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        assert not httpx_log.isEnabledFor(logging.INFO)
+        assert httpx_log.isEnabledFor(logging.WARNING)
+    finally:
+        root.setLevel(level)
