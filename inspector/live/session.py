@@ -98,7 +98,7 @@ class LiveCapture:
                 for f in frames
             ],
             "calls": self._touched_calls(),
-            "refusal": _provisional_refusal(refusal),
+            "refusal": provisional_refusal(refusal),
         }
 
     def _touched_calls(self) -> list[dict[str, Any]]:
@@ -138,7 +138,7 @@ def call_state(call: Call, first_fragment: int) -> dict[str, Any]:
     }
 
 
-def _provisional_refusal(refusal) -> dict[str, Any] | None:
+def provisional_refusal(refusal) -> dict[str, Any] | None:
     """A refusal decided mid-stream, before `finish` numbers the calls."""
     if refusal is None:
         return None

@@ -13,7 +13,7 @@ from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import models
 from inspector.captures.store import stored_stream
 
-from .session import call_state
+from .session import call_state, provisional_refusal
 
 
 def frames_after(capture: models.Capture, after: int) -> list[dict[str, Any]]:
@@ -24,21 +24,26 @@ def frames_after(capture: models.Capture, after: int) -> list[dict[str, Any]]:
     ]
 
 
-def live_calls(capture: models.Capture) -> list[dict[str, Any]]:
-    """The state of every started call of a live capture, from its frames."""
+def live_state(capture: models.Capture) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The state of every started call of a live capture, and the refusal
+    already decided (or None), from its frames."""
     stream = StreamAssembler(capture.stream_format, (STRICT,))
     stream.feed(stored_stream(capture))
     assembler = stream.assemblers[STRICT]
-    return [call_state(call, 0) for call in assembler.started]
+    calls = [call_state(call, 0) for call in assembler.started]
+    return calls, provisional_refusal(assembler.refusal)
 
 
 def snapshot(capture: models.Capture, after: int) -> dict[str, Any]:
-    live = capture.outcome == models.Capture.Outcome.LIVE
+    calls, refusal = [], None
+    if capture.outcome == models.Capture.Outcome.LIVE:
+        calls, refusal = live_state(capture)
     return {
         "type": "snapshot",
         "slug": capture.slug,
         "outcome": capture.outcome,
         "refusal_code": capture.refusal_code,
+        "refusal": refusal,  # a live capture's refusal, decided mid-stream
         "frames": frames_after(capture, after),
-        "calls": live_calls(capture) if live else [],
+        "calls": calls,
     }

@@ -657,6 +657,7 @@
       if (message.type === "snapshot") {
         addFrames(message.frames);
         addCalls(message.calls);
+        showRefusal(message.refusal); // decided before we joined
         if (message.outcome !== "live") {
           // It closed before we joined: the stored page is complete now.
           finish(message.outcome, null, message.refusal_code);

@@ -115,6 +115,17 @@ def test_a_capture_page_grows_as_the_stream_arrives_and_shows_the_refusal(
     expect(card).to_have_class(re.compile(r"\bis-refusal\b"))
     page.screenshot(path=f"{output_path}/live_refusal.png", full_page=True)
 
+    # A viewer who joins after the refusal was decided sees it too (from the snapshot).
+    late = page.context.new_page()
+    late.set_viewport_size(VIEWPORT)
+    late.goto(opened["url"])
+    expect(late.locator("[data-live-status]")).to_have_text("live", timeout=10_000)
+    expect(late.locator("[data-refusal-code]")).to_have_text("IDENTITY_CONFLICT")
+    expect(late.locator("[data-outcome-badge]")).to_have_text("live")
+    expect(late.locator(f"#f-{conflict}")).to_have_class(re.compile(r"\bis-refusal\b"))
+    late.screenshot(path=f"{output_path}/live_refusal_late_joiner.png", full_page=True)
+    late.close()
+
     post(opened["append_url"], b"".join(frames[conflict + 1 :]))
     closed = post(opened["close_url"])
     assert closed["outcome"] == "refused" and closed["refusal"]["code"] == "IDENTITY_CONFLICT"

@@ -98,6 +98,21 @@ async def test_a_snapshot_of_a_live_capture_carries_its_calls_state():
     await comm.disconnect()
 
 
+async def test_a_snapshot_carries_a_refusal_decided_before_the_viewer_joined():
+    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    for index, call_id in ((0, "call_a"), (0, "call_b")):  # two unsettled calls on index 0
+        header = {"index": index, "id": call_id, "function": {"name": "grep", "arguments": ""}}
+        await database_sync_to_async(live.append)(chunk({"tool_calls": [header]}))
+    fragment = {"index": 0, "function": {"arguments": '{"q": 1}'}}  # which one? refused
+    await database_sync_to_async(live.append)(chunk({"tool_calls": [fragment]}))
+    comm = await connect(f"/ws/captures/{live.slug}/?after=-1")
+    snapshot = await comm.receive_json_from(timeout=5)
+    assert snapshot["outcome"] == "live"
+    assert snapshot["refusal"]["code"] == "AMBIGUOUS_CONTINUATION"
+    assert snapshot["refusal"]["frame"] == 2
+    await comm.disconnect()
+
+
 async def test_an_unknown_capture_is_refused():
     comm = WebsocketCommunicator(application, "/ws/captures/nope/")
     connected, code = await comm.connect(timeout=5)
