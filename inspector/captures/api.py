@@ -54,6 +54,7 @@ META_FIELDS = (
     "har_entry",
     "started_at",
     "http_status",
+    "interrupted",
 )
 
 
@@ -243,6 +244,7 @@ def _meta(capture: models.Capture) -> dict[str, Any]:
         "har_entry": capture.har_entry,
         "started_at": capture.started_at.isoformat() if capture.started_at else None,
         "http_status": capture.http_status,
+        "interrupted": capture.interrupted,
     }
 
 

@@ -62,6 +62,9 @@ class Capture(models.Model):
     attempt = models.IntegerField(null=True, blank=True)
     retryable = models.BooleanField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # Closed by recovery: the process recording it stopped before the stream
+    # ended, so it holds only the frames stored until then.
+    interrupted = models.BooleanField(default=False)
     # A capture made from another one (the minimizer's smallest failing stream).
     derived_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derivatives"

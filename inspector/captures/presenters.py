@@ -61,6 +61,7 @@ CAPTURE_FIELDS = (
     "created",
     "started_at",
     "http_status",
+    "interrupted",
     "byte_size",
     "frame_count",
     "outcome",

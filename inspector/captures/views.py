@@ -45,6 +45,7 @@ LIST_FIELDS = (
     "byte_size",
     "input_format",
     "group",
+    "interrupted",
 )
 
 

@@ -11,7 +11,10 @@ policy, and written with `store.close_capture`, exactly as a live capture
 that ended there would have been.  Every stored frame is kept; the bytes that
 had arrived after the last complete frame were never stored and are gone, so
 the strict assembly usually refuses INCOMPLETE_STREAM (or whatever the
-frames say).  The capture keeps its source and request; `finished` is set.
+frames say).  The capture keeps its source and request; `finished` is set,
+and `interrupted`: even when the frames stored make a complete stream (the
+process died after `finish_reason` but before `[DONE]`, which the spec
+accepts), the page and the API say the recording was cut short.
 
 Telling "left by a dead process" from "still being recorded by another
 process" needs a rule: a capture is stale when nothing was stored for it for
@@ -92,7 +95,7 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             logger.warning(
                 "capture %s: %d stored frames read back as %d", capture.slug, stored, len(frames)
             )
-        close_capture(capture, data, frames, results)
+        close_capture(capture, data, frames, results, interrupted=True)
     logger.info(
         "recovered live capture %s: %d frames, %s %s",
         capture.slug,

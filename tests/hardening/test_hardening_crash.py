@@ -77,7 +77,7 @@ def assert_recovered(capture: models.Capture, before: list[tuple[int, str]], dat
     """Closed as a live capture ending after `before` would have been."""
     capture.refresh_from_db()
     assert capture.outcome == "refused" and capture.refusal_code == "INCOMPLETE_STREAM"
-    assert capture.finished is not None
+    assert capture.finished is not None and capture.interrupted
     assert capture.frame_count == len(before) and frame_rows(capture) == before
     assert bytes(capture.raw) == data
     strict = capture.assemblies.get(policy="strict")
@@ -244,7 +244,22 @@ def test_closed_captures_are_never_touched(live_capture):
     live.close()
     finished = models.Capture.objects.get(pk=live.capture.pk).finished
     assert recover_interrupted(force=True) == []
-    assert models.Capture.objects.get(pk=live.capture.pk).finished == finished
+    closed = models.Capture.objects.get(pk=live.capture.pk)
+    assert closed.finished == finished and not closed.interrupted
+
+
+def test_a_stream_cut_after_its_finish_reason_is_ok_but_marked_interrupted(live_capture, client):
+    """The spec accepts a stream with a finish_reason and no [DONE] (an anomaly), so the
+    verdict stays ok; the capture still says that its recording was cut short."""
+    live = live_capture([chunk({"content": "hi"}), chunk({}, "stop")])
+    (capture,) = recover_interrupted(force=True)
+    assert (capture.outcome, capture.interrupted) == ("ok", True)
+    page = client.get(capture.get_absolute_url()).content.decode()
+    assert "data-interrupted" in page and "stopped before it ended" in page
+    assert "holds the 2 frames stored until then" in page
+    assert client.get(f"/api/captures/{live.slug}").json()["interrupted"] is True
+    listing = client.get("/").content.decode()
+    assert 'title="the server stopped while recording; closed by recovery">interrupted<' in listing
 
 
 def test_the_command_reports_what_it_recovered(live_capture, capsys):
