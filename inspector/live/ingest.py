@@ -8,16 +8,22 @@ not hold a websocket (see `IngestConsumer` for the socket).
 
 An open capture's assembler lives in the process that opened it; with
 several server processes, route one capture's requests to one process (any
-sticky load-balancing by path does it).
+sticky load-balancing by path does it).  A capture nobody appends to for
+INSPECTOR_LIVE_STALE_SECONDS is abandoned: the next open or append in that
+process closes it with what it holds, so forgotten captures neither stay
+"live" nor keep their assembler in memory.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
 import orjson
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import JSONL, SSE
@@ -28,8 +34,42 @@ from inspector.captures.intake import max_upload_bytes
 from .broadcast import announce_sync
 from .session import LiveCapture, capture_group
 
+logger = logging.getLogger(__name__)
+
 _open: dict[str, LiveCapture] = {}
+_touched: dict[str, float] = {}  # slug -> clock() at its last open or append
 _lock = threading.Lock()
+clock = time.monotonic  # module-level so tests can move time
+
+
+def _touch(slug: str) -> None:
+    with _lock:
+        if slug in _open:
+            _touched[slug] = clock()
+
+
+def close_abandoned(now: float | None = None) -> list[str]:
+    """Close the open captures idle for the stale time; their slugs."""
+    now = clock() if now is None else now
+    limit = float(settings.INSPECTOR_LIVE_STALE_SECONDS)
+    with _lock:
+        idle = [slug for slug, last in _touched.items() if now - last >= limit]
+        abandoned = [(slug, _open.pop(slug)) for slug in idle]
+        for slug in idle:
+            del _touched[slug]
+    for slug, live in abandoned:
+        try:
+            _finish(slug, live)
+        except Exception:  # noqa: BLE001 - one bad capture must not fail the request
+            logger.exception("closing abandoned ingest capture %s failed", slug)
+    return [slug for slug, _ in abandoned]
+
+
+def _finish(slug: str, live: LiveCapture) -> dict:
+    finished = live.close()
+    async_to_sync(get_channel_layer().group_send)(capture_group(slug), finished)
+    announce_sync(slug, finished["outcome"])
+    return finished
 
 
 def _options(request: HttpRequest) -> dict:
@@ -47,6 +87,7 @@ def _options(request: HttpRequest) -> dict:
 
 @json_endpoint("POST")
 def open_ingest(request: HttpRequest) -> HttpResponse:
+    close_abandoned()
     options = _options(request)
     fmt = options.get("format", SSE)
     if fmt not in (SSE, JSONL):
@@ -58,6 +99,7 @@ def open_ingest(request: HttpRequest) -> HttpResponse:
     )
     with _lock:
         _open[live.slug] = live
+        _touched[live.slug] = clock()
     announce_sync(live.slug, models.Capture.Outcome.LIVE)
     base = f"/api/ingest/{live.slug}"
     body = {
@@ -81,6 +123,8 @@ def _live(slug: str) -> LiveCapture:
 
 @json_endpoint("POST")
 def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
+    _touch(slug)
+    close_abandoned()
     live = _live(slug)
     data = request.read(max_upload_bytes() + 1)
     if len(data) > max_upload_bytes():
@@ -96,8 +140,7 @@ def close_ingest(request: HttpRequest, slug: str) -> HttpResponse:
     live = _live(slug)
     with _lock:
         _open.pop(slug, None)
-    finished = live.close()
-    async_to_sync(get_channel_layer().group_send)(capture_group(slug), finished)
-    announce_sync(slug, finished["outcome"])
+        _touched.pop(slug, None)
+    finished = _finish(slug, live)
     body = {"slug": slug, "outcome": finished["outcome"], "refusal": finished["refusal"]}
     return json_response(body)

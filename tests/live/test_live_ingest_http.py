@@ -51,3 +51,31 @@ def test_open_rejects_a_bad_format_and_bad_options(client):
     worse = client.post("/api/ingest", b"[1]", content_type="application/json")
     assert worse.status_code == 400
     assert models.Capture.objects.count() == 0
+
+
+def test_a_capture_nobody_appends_to_is_closed_by_the_next_request(client, settings, monkeypatch):
+    from inspector.live import ingest
+
+    settings.INSPECTOR_LIVE_STALE_SECONDS = 60
+    clock = [1000.0]
+    monkeypatch.setattr(ingest, "clock", lambda: clock[0])
+
+    def open_one(title: str) -> dict:
+        return client.post("/api/ingest", {"title": title}, content_type="application/json").json()
+
+    forgotten, kept = open_one("forgotten"), open_one("kept")
+    half = stream()[:40]  # a frame and a half
+    client.post(forgotten["append_url"], half, content_type="application/octet-stream")
+    clock[0] += 59
+    client.post(kept["append_url"], stream()[:10], content_type="application/octet-stream")
+    assert models.Capture.objects.get(slug=forgotten["slug"]).outcome == "live"
+
+    clock[0] += 2  # the forgotten one: 61 s idle; the kept one: 2 s
+    assert client.post("/api/ingest", {}, content_type="application/json").status_code == 201
+    capture = models.Capture.objects.get(slug=forgotten["slug"])
+    assert (capture.outcome, capture.refusal_code) == ("refused", "INCOMPLETE_STREAM")
+    assert bytes(capture.raw) == half and capture.finished is not None
+    assert models.Capture.objects.get(slug=kept["slug"]).outcome == "live"
+    late = client.post(forgotten["append_url"], b"more", content_type="application/octet-stream")
+    assert late.status_code == 409  # closed: no longer open for ingest
+    assert forgotten["slug"] not in ingest._open and forgotten["slug"] not in ingest._touched
