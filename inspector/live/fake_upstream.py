@@ -15,8 +15,9 @@ An optional sidecar `DIR/<model>.json` shapes the replay:
     {"pace_ms": 50,           # pause between frames
      "cut_after_frames": 3,   # send 3 frames and half the 4th, then drop the connection
      "fail_times": 2,         # the first 2 requests fail...
-     "fail_status": 500}      # ...with this HTTP status (without it, by a cut
+     "fail_status": 500,      # ...with this HTTP status (without it, by a cut
                               #    after `cut_after_frames` frames, default 2)
+     "content_type": "text/plain"}  # a gateway that streams under another type
 
 Fail counters are per scenario, per server (`reset()` clears them).  Also
 served: `GET /v1/models` (the scenarios) and `GET /health`.
@@ -76,7 +77,7 @@ class Scenario:
         return cls(
             name=path.stem,
             frames=frames,
-            content_type=content_type,
+            content_type=options.get("content_type", content_type),
             pace_ms=float(options.get("pace_ms", 0) or 0),
             cut_after_frames=int(cut) if cut is not None else None,
             fail_times=int(options.get("fail_times", 0) or 0),

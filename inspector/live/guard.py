@@ -83,7 +83,7 @@ async def run_attempt(out: Outbound, group: str | None) -> Attempt:
         started,
         group=group,
         mode="guard",
-        stream_format=stream_format_of(response),
+        stream_format=stream_format_of(response, out.stream),
     )
 
 

@@ -238,13 +238,20 @@ def forward_headers(response: httpx.Response) -> dict[str, str]:
     return out
 
 
-def stream_format_of(response: httpx.Response) -> str | None:
-    """sse or jsonl for a streamed body; None for a body read whole."""
+def stream_format_of(response: httpx.Response, asked_stream: bool = False) -> str | None:
+    """sse or jsonl for a streamed body; None for a body read whole.
+
+    Some gateways stream SSE under another content type (`text/plain`,
+    `application/octet-stream`, none at all): a successful answer to a
+    request that asked for `"stream": true` is then read as SSE, unless it
+    says it is JSON."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind in SSE_TYPES:
         return "sse"
     if kind in JSONL_TYPES:
         return "jsonl"
+    if asked_stream and response.status_code < 300 and not kind.endswith(("/json", "+json")):
+        return "sse"
     return None
 
 
@@ -528,7 +535,7 @@ async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
         response = await send_upstream(out)
     except httpx.HTTPError as error:
         return (await record_unreachable(out, error, started)).response()
-    stream_format = stream_format_of(response)
+    stream_format = stream_format_of(response, out.stream)
     if stream_format is None:
         return (await record_whole(out, response, started)).response()
     # No database work before the response starts: the recorder creates the

@@ -211,6 +211,25 @@ def test_non_streamed_request(inspector_url, fake, closed_capture):
     assert call.name == "get_weather" and call.arguments["city"] == "Zürich"
 
 
+def test_a_stream_under_another_content_type_is_relayed_and_recorded_as_sse(
+    inspector_url, fake, closed_capture
+):
+    """Some gateways stream SSE as text/plain: the request asked for a stream."""
+    with httpx.stream(
+        "POST",
+        f"{inspector_url}/proxy/fake/v1/chat/completions",
+        json={"model": "plain-text-stream", "stream": True, "messages": MESSAGES},
+        timeout=20,
+    ) as response:
+        assert response.headers["content-type"].startswith("text/plain")
+        body = b"".join(response.iter_raw())
+        slug = response.headers["x-inspector-capture"]
+    capture = closed_capture(slug)
+    assert capture.stream_format == "sse" and capture.outcome == "ok"
+    assert capture.frame_count == len(fake.scenario("plain-text-stream").frames)
+    assert bytes(capture.raw) == body == fake.scenario("plain-text-stream").raw
+
+
 def test_jsonl_upstream_stream(inspector_url, fake, closed_capture):
     with httpx.stream(
         "POST",
