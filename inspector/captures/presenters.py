@@ -133,12 +133,28 @@ class Pager:
         return self.number + 1
 
 
+MAX_QUERY_DIGITS = 18  # longer numbers are no page or position of anything stored
+
+
+def query_int(value: Any) -> int | None:
+    """A query parameter read as a non-negative int, or None when it is not one.
+
+    Only ASCII digits count: `str.isdigit()` accepts '²', which int() then
+    refuses (a 500), and int() itself accepts spaces, signs, underscores and
+    other scripts' digits.  An int passes through (a page worked out here)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_QUERY_DIGITS:
+        return None
+    if not value.isascii() or not value.isdigit():
+        return None
+    return int(value)
+
+
 def pager(requested: Any, per_page: int, total: int) -> Pager:
-    """The page asked for, clamped to the pages there are."""
-    try:
-        number = int(requested)
-    except (TypeError, ValueError):
-        number = 1
+    """The page asked for, clamped to the pages there are; page 1 when what
+    was asked is not a number."""
+    number = query_int(requested) or 1
     last = max(1, -(-total // per_page))
     return Pager(min(max(number, 1), last), per_page, total)
 

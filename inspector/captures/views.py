@@ -298,9 +298,9 @@ def _call_cards(request, capture, strict, calls_pager, states, focus, links):
         for state in states
         if state.last_seq is not None
     }
-    asked_call = request.GET.get("call", "")
-    if asked_call.isdigit():
-        fragment_pages[int(asked_call)] = request.GET.get("frag")
+    asked_call = p.query_int(request.GET.get("call"))
+    if asked_call is not None:
+        fragment_pages[asked_call] = request.GET.get("frag")
     return p.call_cards(
         capture,
         strict,

@@ -168,6 +168,32 @@ def test_fragments_are_paged_with_query_parameters(client):
     assert "fragments 450–451 of 452" in get(client, capture.get_absolute_url(), call=0, frag=99)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"call": "²", "frag": "3"},  # str.isdigit() accepts it; int() does not
+        {"call": "0", "frag": "²"},
+        {"call": "٣", "frag": "3"},  # other scripts' digits are no position either
+        {"call": "-0", "frag": " 3"},
+        {"call": "9" * 5000, "frag": "9" * 5000},  # past int()'s digit limit
+        {"calls": "²", "page": "²"},
+    ],
+)
+def test_page_parameters_that_are_not_numbers_are_ignored(client, params):
+    capture = long_capture(450)
+    for url in (capture.get_absolute_url(), frame_url(capture, 10)):
+        page = get(client, url, **params)
+        assert "fragments 0–24 of 452" in page
+
+
+def test_query_int_reads_only_ascii_digits():
+    from inspector.captures.presenters import query_int
+
+    assert [query_int(v) for v in ("0", "42", 7, "007")] == [0, 42, 7, 7]
+    bad = ("", "²", "٣", "-1", "+1", " 1", "1_0", "1.0", None, -1, True, "9" * 19)
+    assert [query_int(v) for v in bad] == [None] * len(bad)
+
+
 def test_every_frame_and_fragment_row_has_a_permalink_and_a_copy_link_control(client):
     capture = demo("parallel_calls_ok.sse")
     page = get(client, capture.get_absolute_url())
