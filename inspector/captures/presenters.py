@@ -606,21 +606,27 @@ def call_cards(
     link,
 ) -> list[CallCard]:
     """The call cards of one page of strict calls, each with one page of its
-    fragments: two queries whatever the number of calls or fragments."""
-    calls = list(
-        Call.objects.filter(assembly=strict, position__gte=page.start, position__lt=page.stop)
-        .order_by("position")
-        .defer("arguments", "arguments_text")
-        .annotate(
-            first_fragment_frame=Subquery(_first_fragment_frame()),
-            args_length=Length("arguments_text"),
-            args_head=Substr("arguments_text", 1, PRETTY_SHOWN),
-        )
+    fragments: two queries whatever the number of calls or fragments.
+
+    A call's fragment page is the one `fragment_pages` asks for (?call=&frag=),
+    else at a frame permalink (`focus`) the page holding its fragment at that
+    frame (its last one before, when the frame did not touch it), else the first."""
+    calls = Call.objects.filter(
+        assembly=strict, position__gte=page.start, position__lt=page.stop
+    ).annotate(
+        first_fragment_frame=Subquery(_first_fragment_frame()),
+        args_length=Length("arguments_text"),
+        args_head=Substr("arguments_text", 1, PRETTY_SHOWN),
     )
+    if focus is not None:
+        calls = calls.annotate(focus_seq=Subquery(_fragment_seq_at(focus)))
+    calls = list(calls.order_by("position").defer("arguments", "arguments_text"))
     cards = [call_card(capture, strict, call) for call in calls]
     pagers = {
         card.call.pk: pager(
-            fragment_pages.get(card.call.position, 1), FRAGMENTS_PER_PAGE, card.call.fragment_count
+            fragment_pages.get(card.call.position, _focus_page(card.call)),
+            FRAGMENTS_PER_PAGE,
+            card.call.fragment_count,
         )
         for card in cards
     }
@@ -640,6 +646,22 @@ def call_cards(
             card.fragments.append(fragment_row(capture, card, fragment, focus, before))
             before = (before + fragment.text)[-WINDOW:]
     return cards
+
+
+def _fragment_seq_at(n: int):
+    """For a call (OuterRef), the seq of its first fragment in the last frame
+    up to n that held one: the fragment a permalink to frame n points at."""
+    return (
+        Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n)
+        .order_by("-frame", "seq")
+        .values("seq")[:1]
+    )
+
+
+def _focus_page(call: Call) -> int:
+    """The fragment page holding `focus_seq` (when the call was read with it)."""
+    seq = getattr(call, "focus_seq", None)
+    return 1 if seq is None else page_holding(seq, FRAGMENTS_PER_PAGE)
 
 
 def _prefixes(first: dict[int, Fragment]) -> dict[int, str]:
@@ -760,7 +782,11 @@ def state_at(
     capture: Capture, strict: Assembly, n: int, touched: list[int], call_link
 ) -> tuple[list[CallState], bool]:
     """Each call touched at or before frame n as it stood after frame n: two
-    queries.  Returns the states and whether more calls were left out."""
+    queries.  Returns the states and whether more calls were left out.
+
+    The calls frame n touched come first, then the others by position, so the
+    STATE_CALLS cap never leaves out a call the frame touched (unless it
+    touched more than STATE_CALLS)."""
     last_fragment = Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n).order_by(
         "-frame", "-seq"
     )
@@ -773,8 +799,9 @@ def state_at(
             before=window_before("last_offset"),
         )
         .filter(Q(started_frame__lte=n) | Q(first_fragment_frame__lte=n))
+        .annotate(untouched=Case(When(position__in=touched, then=Value(0)), default=Value(1)))
         .defer("arguments", "arguments_text")
-        .order_by("position")[: STATE_CALLS + 1]
+        .order_by("untouched", "position")[: STATE_CALLS + 1]
     )
     more = len(calls) > STATE_CALLS
     calls = calls[:STATE_CALLS]

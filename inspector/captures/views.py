@@ -172,7 +172,7 @@ def _render_capture(request, capture, focus):
     states, more_states = [], False
     if strict is not None and focus is not None:
         states, more_states = p.state_at(capture, strict, focus, touched, links.call)
-    cards = _call_cards(request, capture, strict, calls_pager, states, focus, links)
+    cards = _call_cards(request, capture, strict, calls_pager, focus, links)
     rows = p.frame_rows(capture, frames, focus=focus, call_link=links.call)
     disagree = _policies_disagree(strict, lenient)
     context = {
@@ -288,16 +288,13 @@ def _pager_links(pager: p.Pager, url) -> dict[str, str]:
     }
 
 
-def _call_cards(request, capture, strict, calls_pager, states, focus, links):
+def _call_cards(request, capture, strict, calls_pager, focus, links):
     """The call cards; each shows the fragment page asked for (?call=&frag=),
-    else at a frame permalink the page holding the call's fragment there."""
+    else at a frame permalink the page holding the call's fragment there
+    (worked out for every call shown, not only those in the state panel)."""
     if strict is None:
         return []
-    fragment_pages = {
-        state.position: p.page_holding(state.last_seq, p.FRAGMENTS_PER_PAGE)
-        for state in states
-        if state.last_seq is not None
-    }
+    fragment_pages = {}
     asked_call = p.query_int(request.GET.get("call"))
     if asked_call is not None:
         fragment_pages[asked_call] = request.GET.get("frag")

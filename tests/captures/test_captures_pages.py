@@ -481,6 +481,32 @@ def test_capture_page_queries_do_not_grow_with_the_capture(
         assert len(page) < 400_000
 
 
+def many_calls_stream(calls: int, rounds: int) -> bytes:
+    """`calls` parallel calls, then `rounds` rounds of one fragment per call."""
+    items: list[Any] = [chunk(tool(k, f"call_{k}", f"tool_{k}", '{"v": "')) for k in range(calls)]
+    for r in range(rounds):
+        items += [chunk(tool(k, args=f"{r} ")) for k in range(calls)]
+    items += [chunk(*(tool(k, args='"}') for k in range(calls)), finish="tool_calls"), DONE]
+    return sse(*items)
+
+
+@pytest.mark.parametrize("calls", [3, 45])
+def test_frame_permalink_queries_do_not_grow_with_the_number_of_calls(
+    client, django_assert_max_num_queries, calls
+):
+    capture = store_stream(many_calls_stream(calls, rounds=30), stream_format="sse")
+    middle = calls + 15 * calls + calls - 1  # fragment 16 of the last call
+    for url in (
+        reverse("frame", args=[capture.slug, middle]),
+        reverse("frame", args=[capture.slug, middle]) + f"?calls=2&call={calls - 1}&frag=2",
+        reverse("frame", args=[capture.slug, capture.frame_count - 2]),
+    ):
+        with django_assert_max_num_queries(PAGE_QUERIES):
+            page = html(client.get(url))
+        assert page.count('<section class="state-call') <= 20
+        assert page.count('<tr id="frag-') <= 10 * FRAGMENTS_PER_PAGE
+
+
 def test_ambiguous_capture_page_stays_within_the_same_bound(client, django_assert_max_num_queries):
     capture = demo("ambiguous_continuation.sse")  # disagreeing policies: one query more
     for url in (capture.get_absolute_url(), reverse("frame", args=[capture.slug, 3])):

@@ -238,6 +238,47 @@ def test_calls_are_paged_and_links_reach_calls_on_other_pages(client):
     assert 'id="call-11"' in touched and '<a href="#call-11">#11</a>' in row(touched, "f-11")
 
 
+def many_calls_capture(calls: int = 30, rounds: int = 30) -> models.Capture:
+    """`calls` calls started in frames 0..calls-1 (each with fragment 0), then
+    `rounds` rounds of one fragment per call: fragment r+1 of call k is at
+    frame calls + r * calls + k."""
+    frames = [frame_data(tool(k, f"call_{k}", f"tool_{k}", '{"v": "')) for k in range(calls)]
+    for r in range(rounds):
+        frames += [frame_data(tool(k, args=f"{k}.{r} ")) for k in range(calls)]
+    frames += [frame_data(*(tool(k, args='"}') for k in range(calls)), finish="tool_calls")]
+    return store_stream("".join([*frames, DONE]).encode(), stream_format="sse")
+
+
+def fragment_permalink_on(page: str, anchor: str) -> str:
+    """The permalink that a page's fragment row offers (and its copy-link copies)."""
+    match = re.search(r'data-href="([^"]+)"', row(page, anchor))
+    assert match, f"no copy-link in {anchor}"
+    return match.group(1).replace("&amp;", "&")
+
+
+@pytest.mark.parametrize("position", [5, 25, 29])
+def test_a_fragment_permalink_opens_the_page_holding_that_row_whatever_the_call(client, position):
+    capture = many_calls_capture()
+    calls_page = position // 10 + 1
+    shown = get(client, capture.get_absolute_url(), calls=calls_page, call=position, frag=2)
+    link = fragment_permalink_on(shown, f"frag-{position}-25")
+    assert link.startswith(frame_url(capture, 30 + 24 * 30 + position))
+    page = get(client, link.split("#")[0])
+    assert f'<tr id="frag-{position}-25" class="is-focus">' in page
+
+
+def test_state_at_a_frame_lists_the_calls_touched_there_first(client):
+    capture = many_calls_capture()
+    panel = state_panel(get(client, frame_url(capture, 30 + 24 * 30 + 25)))
+    sections = panel.split('<section class="state-call')[1:]
+    assert len(sections) == 20 and "More calls were under way" in panel
+    assert '<a href="#call-25">#25</a>' in sections[0] and "touched here" in sections[0]
+    assert all("touched here" not in section for section in sections[1:])
+    # The last frame touched every call: none is left out for the cap.
+    last = state_panel(get(client, frame_url(capture, capture.frame_count - 2)))
+    assert last.count("touched here") == 20
+
+
 @pytest.mark.parametrize("n", [-1, 8, 10_000])
 def test_frames_out_of_range_are_404(client, n):
     capture = demo("ambiguous_continuation.sse")  # 8 frames: 0..7
