@@ -509,12 +509,12 @@ def text_so_far(before: str, offset: int, fragment: str) -> SafeString:
     )
 
 
-def window_before(offset_field: str):
-    """An annotation: the WINDOW characters of a call's arguments before the
-    offset held in `offset_field`, cut out by the database so a page never
-    loads a whole (possibly huge) arguments text."""
+def window_before(offset_field: str, text_field: str = "arguments_text"):
+    """An annotation: the WINDOW characters of a call's arguments (`text_field`)
+    before the offset held in `offset_field`, cut out by the database so a page
+    never loads a whole (possibly huge) arguments text."""
     start = Greatest(F(offset_field) - WINDOW + 1, Value(1))
-    return Substr("arguments_text", start, Least(F(offset_field), Value(WINDOW)))
+    return Substr(text_field, start, Least(F(offset_field), Value(WINDOW)))
 
 
 @dataclass
@@ -666,16 +666,17 @@ def _focus_page(call: Call) -> int:
 
 def _prefixes(first: dict[int, Fragment]) -> dict[int, str]:
     """For calls whose shown fragments don't start at offset 0, the text just
-    before the first one: one query, only when some page is not the first."""
+    before the first one: one query, only when some page is not the first.
+
+    Read from the fragments by primary key, joined to their calls: asking the
+    calls for `fragments__seq=` made SQLite scan each call's fragments."""
     if not first:
         return {}
-    condition = Q(pk__in=[])
-    for call_pk, fragment in first.items():
-        condition |= Q(pk=call_pk, fragments__seq=fragment.seq)
     rows = (
-        Call.objects.filter(condition)
-        .annotate(first_offset=F("fragments__offset"), before=window_before("first_offset"))
-        .values_list("pk", "before")
+        Fragment.objects.filter(pk__in=[fragment.pk for fragment in first.values()])
+        .order_by()
+        .annotate(before=window_before("offset", "call__arguments_text"))
+        .values_list("call_id", "before")
     )
     return dict(rows)
 
