@@ -33,7 +33,8 @@ from inspector.assembly import DROP_REASONS, REFUSAL_CODES, STRICT
 from .models import Assembly, Call, Capture, Fragment, Frame
 
 FRAMES_PER_PAGE = 100
-FRAGMENTS_PER_PAGE = 25
+FRAGMENTS_PER_PAGE = 25  # fragments of one call shown at a time, at most
+FRAGMENT_ROWS = 100  # fragment rows of all the calls on a page, at most
 CALLS_PER_PAGE = 10
 STATE_CALLS = 20  # calls shown in the "state at frame n" panel
 LENIENT_CALLS = 20  # calls of the lenient assembly listed where policies disagree
@@ -41,7 +42,8 @@ WINDOW = 300  # characters of text so far shown before a fragment
 FRAGMENT_SHOWN = 2000  # a longer fragment is shown cut in its middle
 RAW_SHOWN = 2000  # characters of a frame's raw text shown in the frames table
 TEXT_SHOWN = 4000  # characters of the assembled text shown
-PRETTY_SHOWN = 20_000  # characters of pretty-printed arguments shown
+PRETTY_SHOWN = 20_000  # characters of pretty-printed arguments shown, at most
+PRETTY_PAGE = 40_000  # characters of pretty-printed arguments of all the calls on a page
 TIMELINE_SHOWN = 60  # identity timeline rows shown per call
 
 # What the pages read of a capture: everything but the raw bytes and any
@@ -161,6 +163,16 @@ def pager(requested: Any, per_page: int, total: int) -> Pager:
 
 def page_holding(item: int, per_page: int) -> int:
     return item // per_page + 1
+
+
+def page_share(total: int, most: int, sharing: int) -> int:
+    """Each of `sharing` items' part of a page's `total`, at most `most`.
+
+    A page of calls shares its fragment rows and its pretty-printed arguments
+    among the calls on it, so that what it renders does not grow with how long
+    the calls are: ten calls of 10k fragments each show 10 fragments each (100
+    rows), where one such call shows 25."""
+    return max(1, min(most, total // max(1, sharing)))
 
 
 # --- the capture and its assemblies ------------------------------------------------------
@@ -550,17 +562,19 @@ class CallCard:
     fragment_links: dict[str, str] = field(default_factory=dict)
 
 
-def pretty_arguments(text: str, length: int) -> tuple[str, str]:
-    """Pretty-printed arguments of a call that passed, and a note when cut.
-    `text` is the head of the arguments (all of them when `length` fits)."""
+def pretty_arguments(text: str, length: int, shown: int = PRETTY_SHOWN) -> tuple[str, str]:
+    """Pretty-printed arguments of a call that passed, at most `shown`
+    characters, and a note when cut.  `text` is the head of the arguments
+    (all of them when `length` fits)."""
     if length > len(text):
-        return text + "\u2026", f"{length} characters; the first {len(text)} shown as received"
+        head = text[:shown]
+        return head + "\u2026", f"{length} characters; the first {len(head)} shown as received"
     try:
         pretty = json.dumps(json.loads(text or "{}"), indent=2, ensure_ascii=False)
     except ValueError:  # the strict parser accepted it; keep it as received
         pretty = text
-    if len(pretty) > PRETTY_SHOWN:
-        return pretty[:PRETTY_SHOWN] + "\n\u2026", f"cut at {PRETTY_SHOWN} characters"
+    if len(pretty) > shown:
+        return pretty[:shown] + "\n\u2026", f"cut at {shown} characters"
     return pretty, ""
 
 
@@ -610,7 +624,12 @@ def call_cards(
 
     A call's fragment page is the one `fragment_pages` asks for (?call=&frag=),
     else at a frame permalink (`focus`) the page holding its fragment at that
-    frame (its last one before, when the frame did not touch it), else the first."""
+    frame (its last one before, when the frame did not touch it), else the first.
+    The calls on the page share FRAGMENT_ROWS fragment rows and PRETTY_PAGE
+    characters of final arguments (`page_share`)."""
+    on_page = page.stop - page.start
+    per_page = page_share(FRAGMENT_ROWS, FRAGMENTS_PER_PAGE, on_page)
+    pretty_shown = page_share(PRETTY_PAGE, PRETTY_SHOWN, on_page)
     calls = Call.objects.filter(
         assembly=strict, position__gte=page.start, position__lt=page.stop
     ).annotate(
@@ -621,11 +640,11 @@ def call_cards(
     if focus is not None:
         calls = calls.annotate(focus_seq=Subquery(_fragment_seq_at(focus)))
     calls = list(calls.order_by("position").defer("arguments", "arguments_text"))
-    cards = [call_card(capture, strict, call) for call in calls]
+    cards = [call_card(capture, strict, call, pretty_shown) for call in calls]
     pagers = {
         card.call.pk: pager(
-            fragment_pages.get(card.call.position, _focus_page(card.call)),
-            FRAGMENTS_PER_PAGE,
+            fragment_pages.get(card.call.position, _focus_page(card.call, per_page)),
+            per_page,
             card.call.fragment_count,
         )
         for card in cards
@@ -658,10 +677,10 @@ def _fragment_seq_at(n: int):
     )
 
 
-def _focus_page(call: Call) -> int:
+def _focus_page(call: Call, per_page: int) -> int:
     """The fragment page holding `focus_seq` (when the call was read with it)."""
     seq = getattr(call, "focus_seq", None)
-    return 1 if seq is None else page_holding(seq, FRAGMENTS_PER_PAGE)
+    return 1 if seq is None else page_holding(seq, per_page)
 
 
 def _prefixes(first: dict[int, Fragment]) -> dict[int, str]:
@@ -693,7 +712,9 @@ def first_seen(call: Call) -> int | None:
     return min(frames, default=None)
 
 
-def call_card(capture: Capture, strict: Assembly, call: Call) -> CallCard:
+def call_card(
+    capture: Capture, strict: Assembly, call: Call, pretty_shown: int = PRETTY_SHOWN
+) -> CallCard:
     is_refusal_call = strict.refusal_call == call.position
     timeline, hidden = timeline_rows(
         call.timeline, refusal_message=strict.refusal_message if is_refusal_call else ""
@@ -705,7 +726,7 @@ def call_card(capture: Capture, strict: Assembly, call: Call) -> CallCard:
         offset = error.get("offset")
         context = error_context(_text_near(call, offset), offset)
     elif strict.outcome == Capture.Outcome.OK:
-        final, note = pretty_arguments(call.args_head, call.args_length)
+        final, note = pretty_arguments(call.args_head, call.args_length, pretty_shown)
     elif is_refusal_call:
         not_checked = f"no final arguments: {strict.refusal_message}"
     elif strict.outcome == Capture.Outcome.REFUSED:

@@ -520,6 +520,35 @@ def test_frame_permalink_queries_do_not_grow_with_the_number_of_calls(
         assert page.count('<tr id="frag-') <= 10 * FRAGMENTS_PER_PAGE
 
 
+def test_the_calls_on_a_page_share_its_fragment_rows_whatever_their_length(client):
+    """The page of a frame in a long capture renders about as many rows as in a
+    short one: ten long calls show 10 fragments each, one shows 25."""
+    capture = store_stream(many_calls_stream(10, rounds=40), stream_format="sse")
+    for url in (
+        capture.get_absolute_url(),
+        reverse("frame", args=[capture.slug, capture.frame_count // 2]),
+    ):
+        page = html(client.get(url))
+        assert page.count('<tr id="frag-') == 100
+        assert page.count("of 42</span>") == 10  # "fragments 20–29 of 42"
+    page = html(client.get(capture.get_absolute_url(), {"call": 3, "frag": 5}))
+    assert "fragments 40–41 of 42" in page and '<tr id="frag-3-40"' in page
+    one = store_stream(many_calls_stream(1, rounds=40), stream_format="sse")
+    assert html(client.get(one.get_absolute_url())).count('<tr id="frag-') == FRAGMENTS_PER_PAGE
+
+
+def test_the_calls_on_a_page_share_its_final_arguments_characters(client):
+    def stream(calls: int) -> bytes:
+        args = '{"v": "' + "x" * 4500 + '"}'
+        items: list[Any] = [chunk(tool(k, f"call_{k}", f"tool_{k}", args)) for k in range(calls)]
+        return sse(*items, chunk(finish="tool_calls"), DONE)
+
+    ten = html(client.get(store_stream(stream(10), stream_format="sse").get_absolute_url()))
+    assert ten.count("cut at 4000 characters") == 10
+    two = html(client.get(store_stream(stream(2), stream_format="sse").get_absolute_url()))
+    assert "cut at" not in two and two.count("x" * 4500) == 2
+
+
 def test_ambiguous_capture_page_stays_within_the_same_bound(client, django_assert_max_num_queries):
     capture = demo("ambiguous_continuation.sse")  # disagreeing policies: one query more
     for url in (capture.get_absolute_url(), reverse("frame", args=[capture.slug, 3])):
