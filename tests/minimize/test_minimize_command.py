@@ -10,9 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from minimize_streams import CASES, OK
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from minimize_streams import CASES, DONE, OK, ROLE, USAGE, calls, chunk, sse, tool
 
+from inspector.assembly import assemble
+from inspector.assembly.jsontext import dumps
+from inspector.lenses import openai_sdk
 from inspector.minimize import minimize
+from inspector.minimize.export import expectation
+from inspector.minimize.lens import lens_target
 
 PROJECT = Path(__file__).resolve().parents[2]
 BY_NAME = {(code, variant): data for code, variant, _, data in CASES}
@@ -36,6 +43,11 @@ def assert_exit_2(proc: subprocess.CompletedProcess) -> str:
     lines = proc.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in lines[0]
     return lines[0]
+
+
+def strict_code(data: bytes) -> str | None:
+    refusal = assemble(data, fmt="sse").refusal
+    return refusal.code if refusal else None
 
 
 @pytest.fixture
@@ -104,3 +116,77 @@ def test_a_har_that_is_not_json_exits_2(tmp_path):
     path = tmp_path / "broken.har"
     path.write_bytes(b"{not json")
     assert "HAR" in assert_exit_2(manage(str(path)))
+
+
+# --- --lens: keep a lens's divergence, on a stream strict accepts too ----------------------
+
+# Two calls sharing index 0 (Ollama), with noise: strict accepts two calls,
+# LiteLLM (index only) merges them into one.
+MERGED = sse(
+    ROLE,
+    calls(tool(0, "call_a", "read", '{"path":"/a"}')),
+    chunk({"content": "and"}),
+    calls(tool(0, "call_b", "read", '{"path":"/b"}')),
+    chunk(None, finish="tool_calls"),
+    USAGE,
+    DONE,
+)
+
+
+@pytest.fixture
+def merged(tmp_path) -> Path:
+    path = tmp_path / "merged.sse"
+    path.write_bytes(MERGED)
+    return path
+
+
+def test_lens_keeps_the_divergence_and_exports_the_strict_expectation(merged, tmp_path):
+    cases = tmp_path / "cases"
+    proc = manage(str(merged), "--lens", "litellm", "--export", str(cases), "--name", "merge")
+    assert proc.returncode == 0, proc.stderr
+    target = lens_target("litellm", MERGED, "sse")
+    assert proc.stdout == minimize(MERGED, "sse", target=target, keeps=target.description).data
+    assert target(proc.stdout) and len(proc.stdout) < len(MERGED)
+    assert "keeps LiteLLM diverges: merges calls" in proc.stderr.decode().splitlines()[-2]
+
+    assert (cases / "merge.sse").read_bytes() == proc.stdout
+    case = json.loads((cases / "merge.expect.json").read_text())
+    assert "keeps LiteLLM diverges: merges calls" in case["about"]
+    # The expectation is what strict makes of the minimized stream: two calls, ok.
+    assert case["expect"] == json.loads(dumps(expectation(assemble(proc.stdout, fmt="sse"))))
+    assert case["expect"]["outcome"] == "ok"
+    assert [call["id"] for call in case["expect"]["calls"]] == ["call_a", "call_b"]
+
+
+def test_lens_on_a_refused_stream_keeps_the_refusal_too(refused):
+    proc = manage(str(refused), "--lens", "litellm", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert strict_code(proc.stdout) == "INVALID_ARGUMENTS"
+    assert "runs a call strict refuses (INVALID_ARGUMENTS)" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("lens", "reason"),
+    [
+        ("vercel", "Vercel agrees with strict on this stream: no divergence to keep"),
+        ("nope", "unknown lens 'nope': use one of openai, vercel, litellm, langchain"),
+    ],
+)
+def test_lens_without_a_divergence_or_unknown_exits_2(merged, lens, reason):
+    assert reason in assert_exit_2(manage(str(merged), "--lens", lens))
+
+
+def test_lens_on_a_stream_every_lens_agrees_on_exits_2(tmp_path):
+    path = tmp_path / "ok.sse"
+    path.write_bytes(OK["one_call"])
+    assert "LiteLLM agrees with strict" in assert_exit_2(manage(str(path), "--lens", "litellm"))
+
+
+def test_an_unavailable_lens_exits_2(merged, monkeypatch):
+    def missing():
+        raise ImportError("No module named 'openai'")
+
+    monkeypatch.setattr(openai_sdk, "_load", missing)
+    with pytest.raises(CommandError, match="the openai lens is unavailable") as raised:
+        call_command("minimize", str(merged), "--lens", "openai", "--quiet")
+    assert raised.value.returncode == 2

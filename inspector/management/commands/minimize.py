@@ -1,5 +1,9 @@
 """`manage.py minimize PATH`: the smallest stream that is still refused the same way.
 
+`--lens NAME` keeps a lens's divergence from strict instead (see
+`inspector/minimize/lens.py`): the smallest stream on which that library still
+parts from the assembler the same way, whether or not strict refuses it.
+
 Progress goes to stderr (pass, tests run, current size), the minimized stream
 to stdout (or `--out FILE`).  `--export DIR --name NAME` also writes it as a
 regression case, `DIR/NAME.sse` and `DIR/NAME.expect.json`, in the shape of
@@ -8,7 +12,8 @@ the conformance cases.
 Exit 0 when minimized (also when the time ran out: the stream found is still
 refused the same way, only maybe not minimal; stderr says so), 2 when the
 input can't be read or there is nothing to minimize (a stream that is not
-refused), with a one-line reason on stderr and nothing on stdout.
+refused; with `--lens`, a lens that is unknown, unavailable or agrees with
+strict), with a one-line reason on stderr and nothing on stdout.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from django.core.management.base import CommandError, CommandParser
 from inspector.assembly import AUTO, UnreadableInput, detect_format
 from inspector.management.streamcommand import UNREADABLE, StreamCommand
 from inspector.minimize.export import NAME, case_files
-from inspector.minimize.stream import NothingToMinimize, Progress, minimize
+from inspector.minimize.lens import lens_names, lens_target
+from inspector.minimize.stream import Minimized, NothingToMinimize, Progress, minimize
 
 
 def _seconds(text: str) -> float:
@@ -35,7 +41,8 @@ def _seconds(text: str) -> float:
 class Command(StreamCommand):
     help = (
         "Minimize a refused stream (delta debugging over frames, tool-call entries and "
-        "argument fragments), keeping its strict refusal code."
+        "argument fragments), keeping its strict refusal code, or with --lens a lens's "
+        "divergence from strict."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -52,6 +59,13 @@ class Command(StreamCommand):
         )
         parser.add_argument("--name", default=None, help="the case name for --export")
         parser.add_argument("--quiet", action="store_true", help="no progress lines")
+        parser.add_argument(
+            "--lens",
+            default=None,
+            metavar="NAME",
+            help="keep this lens's divergence from strict instead of the refusal "
+            f"({', '.join(lens_names())}); also for streams strict accepts",
+        )
 
     def handle(self, *args, **options) -> None:
         path = options["path"]
@@ -71,13 +85,7 @@ class Command(StreamCommand):
         try:
             if fmt == AUTO:
                 fmt = detect_format(None if path == "-" else path, data)
-            found = minimize(
-                data,
-                fmt,
-                deadline_s=seconds,
-                entry=options["entry"],
-                progress=None if options["quiet"] else _print_progress,
-            )
+            found = _minimize(data, fmt, options, seconds)
         except (UnreadableInput, NothingToMinimize) as error:
             raise CommandError(str(error), returncode=UNREADABLE) from None
 
@@ -118,6 +126,23 @@ class Command(StreamCommand):
     def _say(self, line: str) -> None:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
+
+
+def _minimize(data: bytes, fmt: str, options: dict, seconds: float) -> Minimized:
+    """The minimizer, keeping the strict refusal or, with --lens, that lens's
+    divergence (UnknownLens, LensUnavailable, LensAgrees: all NothingToMinimize)."""
+    progress = None if options["quiet"] else _print_progress
+    if options["lens"] is None:
+        return minimize(data, fmt, deadline_s=seconds, entry=options["entry"], progress=progress)
+    target = lens_target(options["lens"], data, fmt, entry=options["entry"])
+    return minimize(
+        target.data,
+        target.fmt,
+        target=target,
+        keeps=target.description,
+        deadline_s=seconds,
+        progress=progress,
+    )
 
 
 def _default_name(path: str) -> str:
