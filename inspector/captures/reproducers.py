@@ -14,6 +14,11 @@ bounded by INSPECTOR_MINIMIZE_SECONDS; reproducers.js shows the time spent
 against that budget while the browser waits, then the POST redirects to the
 new capture.
 
+The matrix also offers, for each lens that parts from strict, a plain form
+posting `lens=NAME` to the same route: the minimizer then keeps that lens's
+divergence (`inspector/minimize/lens.py`) instead of the refusal, on ok
+captures too.
+
 Stream content is untrusted: templates autoescape everything shown here.
 """
 
@@ -30,7 +35,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.db import connections
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -38,7 +43,8 @@ from django.views.decorators.http import require_GET, require_POST
 from inspector.assembly import POLICIES, STRICT, UnreadableInput
 from inspector.lenses.matrix import lens_matrix
 from inspector.minimize import NothingToMinimize
-from inspector.minimize.store import export_files, minimize_capture
+from inspector.minimize.lens import LensChoiceError, check_lens_name
+from inspector.minimize.store import capture_lens_target, export_files, minimize_capture
 
 from . import presenters as p
 from .models import Capture
@@ -234,6 +240,7 @@ def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, An
         )
     return {
         "columns": columns,
+        "minimizable": minimizable(columns, by_lens),
         "rows": rows,
         "sentences": sentences,
         "divergence_count": len(numbered),
@@ -241,6 +248,18 @@ def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, An
         "strict": matrix["strict"],
         "row_total": len(rows_all),
     }
+
+
+def minimizable(
+    columns: list[LensColumn], by_lens: dict[str, list[tuple[int, dict[str, Any]]]]
+) -> list[LensColumn]:
+    """The lens columns a "minimize keeping this divergence" form is offered
+    for: available lenses that part from strict here (what `lens_target` keeps)."""
+    return [
+        column
+        for column in columns
+        if column.key != "strict" and column.available and by_lens.get(column.key)
+    ]
 
 
 @require_GET
@@ -269,6 +288,7 @@ def lens_page(request, slug):
     base = reverse("capture-lenses", args=[capture.slug])
     context.update(lens_table(matrix, pager, base))
     context["pager"] = pager
+    context["minimize_seconds"] = f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}"
     context["links"] = {
         "previous": f"{base}?page={pager.previous}#lens-matrix" if pager.has_previous else "",
         "next": f"{base}?page={pager.next}#lens-matrix" if pager.has_next else "",
@@ -279,11 +299,15 @@ def lens_page(request, slug):
 # --- the minimizer -----------------------------------------------------------------------
 
 
-def _minimize_in_worker(capture: Capture, seconds: float) -> Capture:
-    """Runs in a worker thread: the search, then storing its result.  The
-    thread's own database connection is closed when done."""
+def _minimize_in_worker(capture: Capture, seconds: float, lens: str | None = None) -> Capture:
+    """Runs in a worker thread: the search (keeping the strict refusal, or
+    the divergence of `lens`), then storing its result.  The thread's own
+    database connection is closed when done."""
     try:
-        return minimize_capture(capture, seconds=seconds)
+        if lens is None:
+            return minimize_capture(capture, seconds=seconds)
+        target = capture_lens_target(capture, lens)
+        return minimize_capture(capture, seconds=seconds, target=target, keeps=target.description)
     finally:
         connections.close_all()
 
@@ -291,10 +315,34 @@ def _minimize_in_worker(capture: Capture, seconds: float) -> Capture:
 def _capture_to_minimize(slug: str) -> Capture:
     try:
         return Capture.objects.only(
-            "id", "slug", "title", "source", "raw", "stream_format", "outcome", "refusal_code"
+            "id",
+            "slug",
+            "title",
+            "source",
+            "raw",
+            "stream_format",
+            "outcome",
+            "refusal_code",
+            "request_json",
         ).get(slug=slug)
     except Capture.DoesNotExist:
         raise Http404("no such capture") from None
+
+
+def _bad_request(message: str) -> HttpResponseBadRequest:
+    return HttpResponseBadRequest(
+        f"Can't minimize: {message}.\n", content_type="text/plain; charset=utf-8"
+    )
+
+
+def _not_minimizable(capture: Capture, lens: str | None) -> str:
+    """Why `capture` can't be minimized at all ("" when it can): one still
+    recorded never can; an ok one only for a lens's divergence."""
+    if capture.outcome == Capture.Outcome.LIVE:
+        return "it is still being recorded"
+    if capture.outcome != Capture.Outcome.REFUSED and lens is None:
+        return "it is not refused (outcome ok under the strict policy)"
+    return ""
 
 
 def _see_other(url: str) -> HttpResponseRedirect:
@@ -307,21 +355,32 @@ def _see_other(url: str) -> HttpResponseRedirect:
 async def minimize_view(request, slug):
     """Minimize a refused capture (bounded by INSPECTOR_MINIMIZE_SECONDS),
     store the result as a new capture and go there; anything that can't be
-    minimized goes back to the capture page with a message saying why."""
+    minimized goes back to the capture page with a message saying why.
+
+    An optional `lens` field keeps that lens's divergence from strict instead
+    of the refusal, on refused and ok captures alike; an unknown lens, or one
+    that does not diverge here, is a 400 (the form only offers lenses that do).
+    """
+    lens = request.POST.get("lens") or None
+    if lens is not None:
+        try:
+            check_lens_name(lens)
+        except LensChoiceError as error:
+            return _bad_request(str(error))
     capture = await sync_to_async(_capture_to_minimize)(slug)
     back = capture.get_absolute_url()
-    if capture.outcome != Capture.Outcome.REFUSED:
-        why = (
-            "it is still being recorded"
-            if capture.outcome == Capture.Outcome.LIVE
-            else "it is not refused (outcome ok under the strict policy)"
-        )
+    why = _not_minimizable(capture, lens)
+    if why:
         messages.error(request, f"Nothing to minimize: {why}.")
         return _see_other(back)
     budget = float(settings.INSPECTOR_MINIMIZE_SECONDS)
     started = time.monotonic()
     try:
-        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(capture, budget)
+        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(
+            capture, budget, lens
+        )
+    except LensChoiceError as error:
+        return _bad_request(str(error))
     except NothingToMinimize as error:
         messages.error(request, f"Nothing to minimize: {error}.")
         return _see_other(back)

@@ -2,6 +2,8 @@
 package that touches the database.
 
     derived = minimize_capture(capture)   # a new Capture, derived_from=capture
+    target = capture_lens_target(capture, "litellm")   # keep a lens's divergence instead
+    derived = minimize_capture(capture, target=target, keeps=target.description)
     files = export_files(capture)         # {"NAME.sse": ..., "NAME.expect.json": ...}
 
 Both raise what the pure modules raise: `NothingToMinimize` (its subclass
@@ -17,8 +19,10 @@ from django.conf import settings
 from inspector.assembly import STRICT
 from inspector.captures.models import Capture
 from inspector.captures.store import store_stream
+from inspector.lenses.matrix import request_tools
 
 from .export import case_files
+from .lens import LensTarget, lens_target
 from .stream import Predicate, minimize
 
 
@@ -44,6 +48,18 @@ def minimize_capture(
         derivation=f"minimized: keeps {kept}"[:200],
         title=f"{capture.title or 'Untitled capture'} (minimized)",
         source=capture.source,
+    )
+
+
+def capture_lens_target(capture: Capture, lens: str) -> LensTarget:
+    """The target "lens `lens` diverges from strict as on this capture", with
+    the recorded request's tools, as the capture's lens matrix runs it.
+    Raises what `lens_target` raises (all `NothingToMinimize`)."""
+    return lens_target(
+        lens,
+        bytes(capture.raw),
+        capture.stream_format,
+        tools=request_tools(getattr(capture, "request_json", None)),
     )
 
 

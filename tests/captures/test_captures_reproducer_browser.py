@@ -117,3 +117,31 @@ def test_without_javascript_the_matrix_is_a_page_of_its_own(
         page.screenshot(path=f"{output_path}/lens_page_no_js.png", full_page=True)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_minimize_keeping_a_lens_divergence(
+    browser, daphne_url, transactional_db, output_path, javascript
+):
+    """The matrix's per-lens form (in the fragment the page loads, or on the
+    lens page without JavaScript) posts and lands on the minimized capture."""
+    original = refused_capture()
+    context = browser.new_context(viewport=VIEWPORT, java_script_enabled=javascript)
+    try:
+        page = context.new_page()
+        page.goto(daphne_url + original.get_absolute_url())
+        if not javascript:
+            page.locator("#lenses a[data-lenses-load]").click()
+            expect(page).to_have_url(re.compile(r"/lenses/$"))
+        button = page.locator("#lens-matrix form.minimize-lens button", has_text="LiteLLM")
+        expect(button).to_be_visible()
+        button.click()
+        expect(page.locator("p.derivation")).to_contain_text(
+            "keeps LiteLLM diverges: runs a call strict refuses (AMBIGUOUS_CONTINUATION)"
+        )
+        derived = Capture.objects.get(derived_from=original)
+        expect(page).to_have_url(re.compile(re.escape(derived.get_absolute_url()) + "$"))
+        expect(page.locator(".refusal-code")).to_have_text(CODE)
+        page.screenshot(path=f"{output_path}/lens_minimized_{javascript}.png", full_page=True)
+    finally:
+        context.close()
