@@ -27,7 +27,7 @@ import orjson
 
 from .frames import Frame, FrameKind
 from .jsontext import compact
-from .result import Anomaly, Call, Choice, Event, Refusal, Result
+from .result import Anomaly, Call, Choice, Event, EventLog, Refusal, Result
 from .scanner import BLANK
 
 STRICT = "strict"
@@ -59,7 +59,8 @@ class Assembler:
         self.started: list[Call] = []  # in the order started
         self.dropped: list[dict[str, Any]] = []
         self.anomalies: list[Anomaly] = []
-        self.events: list[Event] = []
+        self.events = EventLog(self.started)
+        self._log = self.events.items.append  # the hot path's append (see EventLog)
         self._after_done_noted = False
         self._finished: Result | None = None
 
@@ -323,7 +324,7 @@ class Assembler:
             if scanner.length:
                 self._event("toolcall_delta", number, call, call.arguments_text)
         elif fragment:  # the hot path: one event per fragment, its fields the bare text
-            self.events.append(Event("toolcall_delta", number, call, fragment))
+            self._log((number, call.position, fragment))
         if (
             call.settled_frame is None
             and scanner.closed_at is not None
@@ -343,7 +344,7 @@ class Assembler:
         call: Call | None = None,
         fields: dict[str, Any] | str | None = None,
     ) -> None:
-        self.events.append(Event(type_, frame, call, fields))
+        self._log(Event(type_, frame, call, fields))
 
     def _anomaly(
         self, kind: str, frame: int | None, *, call: Call | None = None, choice: int | None = None

@@ -9,7 +9,8 @@ calls that never start), so numbers are given out when the result is built.
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 from .scanner import ArgumentScanner
 
@@ -232,6 +233,67 @@ class Event:
         return f"Event({self.type!r}, frame={self.frame}, fields={self.fields!r})"
 
 
+Delta = tuple[int, int, str]  # a toolcall_delta as stored: (frame, call position, text)
+
+
+class EventLog(Sequence[Event]):
+    """The events of one assembly, in order: a sequence of `Event`.
+
+    A `toolcall_delta` (one per fragment: the bulk of a long stream's events)
+    is stored as a bare `(frame, call position, text)` tuple, made an `Event`
+    only when read.  Holding only ints and strings, such a tuple is dropped
+    from the cyclic GC's lists after its first pass, so full collections no
+    longer walk one object per fragment: they had made the assembler's time
+    grow faster than its input (bench/assemble.py).  A call's position is
+    final once it starts, and only started calls get deltas.
+    """
+
+    __slots__ = ("items", "_started")
+
+    def __init__(self, started: list[Call]) -> None:
+        # Events, and Delta tuples; the assembler appends to it directly.
+        self.items: list[Event | Delta] = []
+        self._started = started
+
+    def append(self, event: Event) -> None:
+        self.items.append(event)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return [self._event(item) for item in self.items[index]]
+        return self._event(self.items[index])
+
+    def __iter__(self) -> Iterator[Event]:
+        return map(self._event, self.items)
+
+    def _event(self, item: Event | Delta) -> Event:
+        if type(item) is tuple:
+            frame, position, text = item
+            return Event("toolcall_delta", frame, self._started[position], text)
+        return item
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        out = []
+        for item in self.items:
+            if type(item) is tuple:
+                frame, position, text = item
+                out.append(
+                    {"type": "toolcall_delta", "frame": frame, "call": position, "delta": text}
+                )
+            else:
+                out.append(item.to_dict())
+        return out
+
+
 class Result:
     """The outcome of one assembly, with everything the spec's result holds."""
 
@@ -246,7 +308,7 @@ class Result:
         calls: list[Call],
         dropped: list[dict[str, Any]],
         anomalies: list[Anomaly],
-        events: list[Event],
+        events: EventLog,
     ) -> None:
         self.policy = policy
         self.frames = frames
@@ -281,5 +343,5 @@ class Result:
             "calls": [call.to_dict() for call in self.calls],
             "dropped": list(self.dropped),
             "anomalies": [anomaly.to_dict() for anomaly in self.anomalies],
-            "events": [event.to_dict() for event in self.events],
+            "events": self.events.to_dicts(),
         }

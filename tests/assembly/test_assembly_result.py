@@ -402,3 +402,31 @@ def test_events_read_while_streaming_already_carry_the_final_call_numbers():
     assert [c["id"] for c in stream.results["strict"].to_dict()["calls"]] == ["call_B", "call_A"]
     for snapshot in snapshots:
         assert snapshot == final[: len(snapshot)]
+
+
+def test_the_event_log_reads_as_events_and_keeps_deltas_out_of_the_cyclic_gc():
+    import gc
+
+    from inspector.assembly.result import Event
+
+    data = sse(
+        calls(tool(0, "call_A", "read", '{"path":')),
+        *[calls(tool(0, args=piece)) for piece in (' "/a', "/b", '"}')],
+        finish(),
+        DONE,
+    )
+    result = assemble(data, fmt="sse")
+    log = result.events
+    events = list(log)
+    assert all(type(event) is Event for event in events)
+    deltas = [event for event in events if event.type == "toolcall_delta"]
+    assert [event.fields for event in deltas] == ['{"path":', ' "/a', "/b", '"}']
+    assert all(event.call is result.calls[0] for event in deltas)
+    assert [event.to_dict() for event in events] == log.to_dicts()
+    assert [e.to_dict() for e in log[1:3]] == [e.to_dict() for e in events[1:3]]
+    assert log[-1].to_dict() == events[-1].to_dict() and len(log) == len(events)
+    # One per fragment after the first: bare tuples, which the GC stops tracking.
+    stored = [item for item in log.items if type(item) is tuple]
+    assert len(stored) == 3
+    gc.collect()
+    assert not any(gc.is_tracked(item) for item in stored)
