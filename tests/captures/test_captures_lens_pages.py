@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from capture_streams import DONE, chunk, sse, tool
 from django.urls import reverse
 
 from inspector.captures import reproducers
@@ -21,42 +22,8 @@ from inspector.live.session import LiveCapture
 pytestmark = pytest.mark.django_db
 
 DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
-DONE = "data: [DONE]\n\n"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I)
-
-
-def tool(index: Any = 0, id: Any = None, name: Any = None, args: Any = None) -> dict:
-    entry: dict[str, Any] = {"index": index, "type": "function", "function": {}}
-    if id is not None:
-        entry["id"] = id
-    if name is not None:
-        entry["function"]["name"] = name
-    if args is not None:
-        entry["function"]["arguments"] = args
-    return entry
-
-
-def chunk(*tools: dict, content: str | None = None, finish: str | None = None) -> dict:
-    delta: dict[str, Any] = {}
-    if content is not None:
-        delta["content"] = content
-    if tools:
-        delta["tool_calls"] = list(tools)
-    return {
-        "id": "chatcmpl-lens-pages",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "lens-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def sse(*items: Any) -> bytes:
-    return "".join(
-        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
-        for item in items
-    ).encode()
 
 
 # Two calls on index 0 (Ollama): LiteLLM glues their arguments together.

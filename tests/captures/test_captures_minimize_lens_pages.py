@@ -10,10 +10,9 @@ its own, which sees only committed rows: these tests use `transactional_db`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-import orjson
 import pytest
+from capture_streams import DONE, chunk, sse, tool
 from django.test import Client
 from django.urls import reverse
 
@@ -24,39 +23,7 @@ from inspector.minimize.lens import signature
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DONE = "data: [DONE]\n\n"
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I)
-
-
-def tool(index: int, id: str | None = None, name: str | None = None, args: str = "") -> dict:
-    entry: dict[str, Any] = {"index": index, "type": "function", "function": {"arguments": args}}
-    if id is not None:
-        entry["id"] = id
-    if name is not None:
-        entry["function"]["name"] = name
-    return entry
-
-
-def chunk(*tools: dict, content: str | None = None, finish: str | None = None) -> dict:
-    delta: dict[str, Any] = {}
-    if content is not None:
-        delta["content"] = content
-    if tools:
-        delta["tool_calls"] = list(tools)
-    return {
-        "id": "chatcmpl-lens-minimize",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "lens-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def sse(*items: Any) -> bytes:
-    return "".join(
-        item if isinstance(item, str) else "data: " + orjson.dumps(item).decode() + "\n\n"
-        for item in items
-    ).encode()
 
 
 # Two calls on index 0 (Ollama), with noise: strict accepts both calls; LiteLLM
