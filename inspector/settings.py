@@ -16,18 +16,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    return deploy.env_bool(os.environ, name, default)
 
 
 SECRET_KEY = os.environ.get("INSPECTOR_SECRET_KEY", deploy.DEV_SECRET_KEY)
 DEBUG = _env_bool("INSPECTOR_DEBUG", True)
 
-ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"] + [
-    h.strip() for h in os.environ.get("INSPECTOR_ALLOWED_HOSTS", "").split(",") if h.strip()
-]
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"] + deploy.env_list(
+    os.environ, "INSPECTOR_ALLOWED_HOSTS"
+)
 
 # Behind an HTTPS load balancer (README "PostgreSQL, Redis, and more than one process"):
 # the page origins browsers post forms from, and trust in X-Forwarded-Proto (inspector/deploy.py).
@@ -149,15 +146,11 @@ INSPECTOR_UPSTREAMS = os.environ.get("INSPECTOR_UPSTREAMS", "local=http://127.0.
 # Seconds to wait for an upstream: to connect, and between two reads of a response.
 INSPECTOR_UPSTREAM_CONNECT_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_CONNECT_TIMEOUT", 10))
 INSPECTOR_UPSTREAM_READ_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_READ_TIMEOUT", 300))
-# Extra request-body field names to strip before a request is stored (comma-separated).
 # Extra request headers whose values are never stored (names or patterns, comma-separated,
 # e.g. "x-*-key,x-tenant-secret"); they are still forwarded upstream.
-INSPECTOR_REDACT_HEADERS = [
-    h.strip() for h in os.environ.get("INSPECTOR_REDACT_HEADERS", "").split(",") if h.strip()
-]
-INSPECTOR_REDACT_FIELDS = [
-    f.strip() for f in os.environ.get("INSPECTOR_REDACT_FIELDS", "").split(",") if f.strip()
-]
+INSPECTOR_REDACT_HEADERS = deploy.env_list(os.environ, "INSPECTOR_REDACT_HEADERS")
+# Extra request-body field names to strip before a request is stored (comma-separated).
+INSPECTOR_REDACT_FIELDS = deploy.env_list(os.environ, "INSPECTOR_REDACT_FIELDS")
 # Identical requests (model, messages, tools) within this many seconds of the group's last
 # attempt are attempts of one logical request.
 INSPECTOR_ATTEMPT_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_ATTEMPT_WINDOW_SECONDS", 600))
@@ -180,9 +173,7 @@ INSPECTOR_REQUIRE_LOGIN = _env_bool("INSPECTOR_REQUIRE_LOGIN", False)
 INSPECTOR_SHARING = _env_bool("INSPECTOR_SHARING", True)
 # Tokens for scripts (Authorization: Bearer <token> or X-Inspector-Token: <token>),
 # comma-separated; when any are set, the API, ingest and proxy need one (or a session).
-INSPECTOR_API_TOKENS = [
-    t.strip() for t in os.environ.get("INSPECTOR_API_TOKENS", "").split(",") if t.strip()
-]
+INSPECTOR_API_TOKENS = deploy.env_list(os.environ, "INSPECTOR_API_TOKENS")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "capture-list"
 LOGOUT_REDIRECT_URL = "login"
