@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -87,3 +88,37 @@ class Viewer(threading.Thread):
         except BaseException as error:  # reported by the test
             self.error = error
             self.ready.set()
+
+
+class SdkStream(threading.Thread):
+    """The real OpenAI SDK streaming one completion through the proxy at
+    `base`; `slugs` gets the capture's slug from the response headers as soon
+    as they arrive ("" if the request failed: `error` says why)."""
+
+    def __init__(
+        self, base: str, model: str, messages: list, *, tools: list | None = None, timeout=30
+    ) -> None:
+        from openai import OpenAI
+
+        super().__init__(daemon=True)
+        self.client = OpenAI(
+            api_key=CANARY, base_url=f"{base}/proxy/fake/v1", max_retries=0, timeout=timeout
+        )
+        self.request = {"model": model, "messages": messages, "stream": True}
+        if tools is not None:
+            self.request["tools"] = tools
+        self.slugs: queue.Queue[str] = queue.Queue()
+        self.chunks: list = []
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with self.client.chat.completions.with_streaming_response.create(
+                **self.request
+            ) as response:
+                self.slugs.put(response.headers["x-inspector-capture"])
+                self.chunks.extend(response.parse())
+        except BaseException as error:  # reported by the test
+            self.error = error
+            self.slugs.put("")

@@ -7,14 +7,11 @@ piece) shows up the moment it is decided, and the capture closes refused."""
 from __future__ import annotations
 
 import json
-import queue
 import re
-import threading
 import time
 
 import pytest
-from live_helpers import CANARY, TOOLS, wait_for
-from openai import OpenAI
+from live_helpers import TOOLS, SdkStream, wait_for
 from playwright.sync_api import expect
 
 from inspector.live.fake_upstream import FakeUpstream
@@ -67,34 +64,6 @@ def paced_fake(tmp_path_factory):
     fake.stop()
 
 
-class SdkStream(threading.Thread):
-    """The real OpenAI SDK streaming through the proxy; `slugs` gets the
-    capture's slug from the response headers as soon as they arrive."""
-
-    def __init__(self, base: str, model: str) -> None:
-        super().__init__(daemon=True)
-        self.client = OpenAI(
-            api_key=CANARY, base_url=f"{base}/proxy/fake/v1", max_retries=0, timeout=30
-        )
-        self.model = model
-        self.slugs: queue.Queue[str] = queue.Queue()
-        self.chunks: list = []
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            with self.client.chat.completions.with_streaming_response.create(
-                model=self.model, messages=MESSAGES, tools=TOOLS, stream=True
-            ) as response:
-                self.slugs.put(response.headers["x-inspector-capture"])
-                for item in response.parse():
-                    self.chunks.append(item)
-        except BaseException as error:  # reported by the test
-            self.error = error
-            self.slugs.put("")
-
-
 def frame_numbers(page) -> list[int]:
     ids = page.eval_on_selector_all("#frames-body tr[id^='f-']", "rows => rows.map(r => r.id)")
     return [int(i[2:]) for i in ids]
@@ -112,7 +81,7 @@ def test_a_capture_page_grows_while_the_sdk_streams_through_the_proxy_and_shows_
     assert total >= 30
 
     page.set_viewport_size(VIEWPORT)
-    client = SdkStream(base, SCENARIO)
+    client = SdkStream(base, SCENARIO, MESSAGES, tools=TOOLS)
     slug = client.slugs.get(timeout=15)
     assert slug, client.error
     wait_for(lambda: Capture.objects.filter(slug=slug).exists(), 10, f"capture {slug}")

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import threading
 
 import pytest
-from live_helpers import CANARY, Viewer, text_stream, wait_for, ws_url
-from openai import OpenAI
+from live_helpers import SdkStream, Viewer, text_stream, wait_for, ws_url
 
 from inspector.live.fake_upstream import FakeUpstream
 
@@ -42,34 +39,6 @@ def paced_fake(tmp_path_factory):
     fake.stop()
 
 
-class SdkStream(threading.Thread):
-    """The real OpenAI SDK streaming one completion through the proxy; `slugs`
-    gets the capture's slug from the response headers as soon as they arrive."""
-
-    def __init__(self, base: str, model: str) -> None:
-        super().__init__(daemon=True)
-        self.client = OpenAI(
-            api_key=CANARY, base_url=f"{base}/proxy/fake/v1", max_retries=0, timeout=20
-        )
-        self.model = model
-        self.slugs: queue.Queue[str] = queue.Queue()
-        self.chunks: list = []
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            with self.client.chat.completions.with_streaming_response.create(
-                model=self.model, messages=MESSAGES, stream=True
-            ) as response:
-                self.slugs.put(response.headers["x-inspector-capture"])
-                for chunk in response.parse():
-                    self.chunks.append(chunk)
-        except BaseException as error:  # reported by the test
-            self.error = error
-            self.slugs.put("")
-
-
 def test_a_viewer_on_process_b_sees_every_frame_the_proxy_on_process_a_records_once(
     daphne_factory, paced_fake, transactional_db
 ):
@@ -84,7 +53,7 @@ def test_a_viewer_on_process_b_sees_every_frame_the_proxy_on_process_a_records_o
     total = len(scenario.frames)
     assert total == WORDS + 3
 
-    client = SdkStream(a, SCENARIO)
+    client = SdkStream(a, SCENARIO, MESSAGES, timeout=20)
     slug = client.slugs.get(timeout=15)
     assert slug, client.error
     # The recorder creates the capture while the first bytes are on their way.
