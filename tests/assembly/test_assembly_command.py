@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from command_line import manage as run_manage
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from streams import DONE, calls, finish, jsonl, sse, text, tool
@@ -16,19 +15,6 @@ from streams import DONE, calls, finish, jsonl, sse, text, tool
 from inspector.assembly import UnreadableInput, detect_format
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PROJECT = Path(__file__).resolve().parents[2]
-
-
-def manage(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    return subprocess.run(
-        [sys.executable, "manage.py", "assemble", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=PROJECT,
-        env=env,
-        timeout=60,
-    )
 
 
 def fixture(name: str) -> str:
@@ -257,3 +243,7 @@ def test_a_usage_error_in_process_raises_command_error_with_return_code_2():
     with pytest.raises(CommandError) as raised:
         call_command("assemble", fixture("weather_call.sse"), "--format", "xml")
     assert raised.value.returncode == 2
+
+
+def manage(*args: str, stdin: bytes = b""):
+    return run_manage("assemble", *args, stdin=stdin)

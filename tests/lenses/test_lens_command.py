@@ -4,40 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import orjson
 import pytest
+from command_line import manage as run_manage
+from command_line import one_line_error
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from lens_streams import OK, REUSED_INDEX, chunk, sse, tool
-
-PROJECT = Path(__file__).resolve().parents[2]
-
-
-def manage(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    return subprocess.run(
-        [sys.executable, "manage.py", "assemble", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=PROJECT,
-        env=env,
-        timeout=60,
-    )
-
-
-def one_line_error(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 2
-    assert proc.stdout == b""
-    err = proc.stderr.decode()
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_a_lens_prints_its_result_and_divergences(tmp_path):
@@ -139,3 +113,7 @@ def test_in_process_with_chunk_bytes_and_an_unknown_lens(tmp_path, capsys):
     with pytest.raises(CommandError) as raised:
         call_command("assemble", str(path), lens="nope")
     assert raised.value.returncode == 2
+
+
+def manage(*args: str, stdin: bytes = b""):
+    return run_manage("assemble", *args, stdin=stdin)

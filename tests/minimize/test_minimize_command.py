@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_line import manage as run_manage
+from command_line import one_line_error
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from minimize_streams import CASES, DONE, OK, ROLE, USAGE, calls, chunk, sse, tool
@@ -21,28 +20,11 @@ from inspector.minimize import minimize
 from inspector.minimize.export import expectation
 from inspector.minimize.lens import lens_target
 
-PROJECT = Path(__file__).resolve().parents[2]
 BY_NAME = {(code, variant): data for code, variant, _, data in CASES}
 
 
-def manage(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    return subprocess.run(
-        [sys.executable, "manage.py", "minimize", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=PROJECT,
-        env=env,
-        timeout=120,
-    )
-
-
-def assert_exit_2(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stdout == b""
-    lines = proc.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in lines[0]
-    return lines[0]
+def manage(*args: str, stdin: bytes = b""):
+    return run_manage("minimize", *args, stdin=stdin, timeout=120)
 
 
 def strict_code(data: bytes) -> str | None:
@@ -92,7 +74,7 @@ def test_jsonl_from_stdin_with_seconds():
 def test_an_ok_stream_exits_2(tmp_path):
     path = tmp_path / "ok.sse"
     path.write_bytes(OK["one_call"])
-    line = assert_exit_2(manage(str(path)))
+    line = one_line_error(manage(str(path)))
     assert "not refused" in line and "nothing to minimize" in line
 
 
@@ -109,13 +91,13 @@ def test_an_ok_stream_exits_2(tmp_path):
 )
 def test_unreadable_or_bad_arguments_exit_2(args, refused, tmp_path):
     args = [a.format(path=refused, tmp=tmp_path) for a in args]
-    assert_exit_2(manage(*args))
+    one_line_error(manage(*args))
 
 
 def test_a_har_that_is_not_json_exits_2(tmp_path):
     path = tmp_path / "broken.har"
     path.write_bytes(b"{not json")
-    assert "HAR" in assert_exit_2(manage(str(path)))
+    assert "HAR" in one_line_error(manage(str(path)))
 
 
 # --- --lens: keep a lens's divergence, on a stream strict accepts too ----------------------
@@ -173,13 +155,13 @@ def test_lens_on_a_refused_stream_keeps_the_refusal_too(refused):
     ],
 )
 def test_lens_without_a_divergence_or_unknown_exits_2(merged, lens, reason):
-    assert reason in assert_exit_2(manage(str(merged), "--lens", lens))
+    assert reason in one_line_error(manage(str(merged), "--lens", lens))
 
 
 def test_lens_on_a_stream_every_lens_agrees_on_exits_2(tmp_path):
     path = tmp_path / "ok.sse"
     path.write_bytes(OK["one_call"])
-    assert "LiteLLM agrees with strict" in assert_exit_2(manage(str(path), "--lens", "litellm"))
+    assert "LiteLLM agrees with strict" in one_line_error(manage(str(path), "--lens", "litellm"))
 
 
 def test_an_unavailable_lens_exits_2(merged, monkeypatch):
