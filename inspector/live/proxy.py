@@ -339,47 +339,36 @@ async def record_unreachable(
     return Attempt(recording, status, orjson.dumps(body), {}, "application/json", message=done)
 
 
-def body_line(body: bytes, status: int, content_type: str) -> bytes:
-    """A whole body as one JSON Lines line: the JSON itself (compacted when
-    it spans lines), or an error line quoting a body that isn't JSON."""
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        text = body.decode("utf-8", "replace")
-        quoted = error_body(
-            f"HTTP {status}: the upstream answered {content_type or 'no content type'}, not JSON",
-            "inspector_non_json_body",
-            body=text[:ERROR_BODY_QUOTE],
-        )
-        return orjson.dumps(quoted) + b"\n"
-    stripped = body.strip()
-    if b"\n" in stripped or b"\r" in stripped:
-        return compact(value).encode() + b"\n"
-    return stripped + b"\n"
-
-
 def whole_body_record(
     body: bytes, status: int, content_type: str, dropped: Exception | None
 ) -> tuple[str, str, bytes]:
     """How a body that is not a stream is recorded: (stream format, input
-    format, bytes).  A chat completion becomes its one-chunk stream (see
-    `inspector.assembly.completion`); anything else is one JSON Lines line
-    (an error line when the body is not JSON or was cut)."""
+    format, bytes).  A successful chat completion becomes its one-chunk
+    stream (see `inspector.assembly.completion`).  Anything else is one JSON
+    Lines line: the JSON itself (compacted when it spans lines), or an error
+    line when the body was cut or is not JSON."""
     if dropped is not None:
         error = error_body(
             f"the upstream dropped the connection mid-body: {dropped!r}", "upstream_disconnected"
         )
         return "jsonl", "jsonl", orjson.dumps(error) + b"\n"
-    if status < 400:
-        try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            value = None
-        if is_completion(value):
-            return "sse", WHOLE_COMPLETION, completion_stream(value)
-    if body or status >= 400:
-        return "jsonl", "jsonl", body_line(body, status, content_type)
-    return "jsonl", "jsonl", b""
+    if not body and status < 400:
+        return "jsonl", "jsonl", b""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        quoted = error_body(
+            f"HTTP {status}: the upstream answered {content_type or 'no content type'}, not JSON",
+            "inspector_non_json_body",
+            body=body.decode("utf-8", "replace")[:ERROR_BODY_QUOTE],
+        )
+        return "jsonl", "jsonl", orjson.dumps(quoted) + b"\n"
+    if status < 400 and is_completion(value):
+        return "sse", WHOLE_COMPLETION, completion_stream(value)
+    stripped = body.strip()
+    if b"\n" in stripped or b"\r" in stripped:
+        return "jsonl", "jsonl", compact(value).encode() + b"\n"
+    return "jsonl", "jsonl", stripped + b"\n"
 
 
 async def record_whole(
