@@ -13,7 +13,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from inspector.access import websocket_application  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
+from inspector.logs import install_daphne_access_log  # noqa: E402
 from inspector.static_files import StaticFilesApplication  # noqa: E402
+
+# daphne's access log prints whole query strings: ours redacts them (inspector/logs.py).
+install_daphne_access_log()
 
 application = ProtocolTypeRouter(
     {
