@@ -151,6 +151,14 @@ INSPECTOR_UPSTREAM_READ_TIMEOUT = float(os.environ.get("INSPECTOR_UPSTREAM_READ_
 INSPECTOR_REDACT_HEADERS = deploy.env_list(os.environ, "INSPECTOR_REDACT_HEADERS")
 # Extra request-body field names to strip before a request is stored (comma-separated).
 INSPECTOR_REDACT_FIELDS = deploy.env_list(os.environ, "INSPECTOR_REDACT_FIELDS")
+# Personal data, forwarded but never stored: top-level request-body fields and query
+# parameters by name (comma-separated; set it empty to store them all).  The capture
+# page lists the names it dropped.
+INSPECTOR_DROP_FIELDS = (
+    deploy.env_list(os.environ, "INSPECTOR_DROP_FIELDS")
+    if "INSPECTOR_DROP_FIELDS" in os.environ
+    else ["user", "safety_identifier", "prompt_cache_key", "metadata", "code", "state"]
+)
 # Identical requests (model, messages, tools) within this many seconds of the group's last
 # attempt are attempts of one logical request.
 INSPECTOR_ATTEMPT_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_ATTEMPT_WINDOW_SECONDS", 600))
@@ -189,9 +197,22 @@ deploy.refuse_unsafe_startup(
 # --- Logging ----------------------------------------------------------------------------------
 # httpx logs every upstream request's full URL at INFO, query string included, and a
 # client may put its API key there (`?api-key=`, `?key=`): the proxy's calls stay out of
-# the log.  Warnings and errors still show.
+# the log.  Warnings and errors still show.  Every record the console prints has its
+# secret and personal query values replaced (inspector/logs.py); daphne's own access log,
+# which is not a logger, gets the same treatment from inspector/asgi.py.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"redact_queries": {"()": "inspector.logs.RedactQueryValues"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact_queries"],
+            "formatter": "plain",
+        }
+    },
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # The root's level stays as the server set it (daphne's -v); only its handler changes.
+    "root": {"handlers": ["console"]},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

@@ -55,6 +55,7 @@ META_FIELDS = (
     "started_at",
     "http_status",
     "interrupted",
+    "not_stored",
 )
 
 
@@ -245,6 +246,7 @@ def _meta(capture: models.Capture) -> dict[str, Any]:
         "started_at": capture.started_at.isoformat() if capture.started_at else None,
         "http_status": capture.http_status,
         "interrupted": capture.interrupted,
+        "not_stored": capture.not_stored,
     }
 
 

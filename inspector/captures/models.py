@@ -56,6 +56,9 @@ class Capture(models.Model):
     # retries of one logical request share `attempt_group` and are numbered by
     # `attempt` from 1.
     request_json = models.TextField(blank=True)
+    # What of the request was forwarded but not stored as personal data
+    # (INSPECTOR_DROP_FIELDS), names only: "body.user", "query.code".
+    not_stored = models.JSONField(default=list, blank=True)
     upstream = models.CharField(max_length=100, blank=True)
     http_status = models.IntegerField(null=True, blank=True)
     attempt_group = models.CharField(max_length=64, blank=True, db_index=True)

@@ -58,6 +58,7 @@ CAPTURE_FIELDS = (
     "group",
     "har_entry",
     "source_url",
+    "not_stored",
     "model",
     "provider",
     "created",

@@ -17,7 +17,10 @@ An optional sidecar `DIR/<model>.json` shapes the replay:
      "fail_times": 2,         # the first 2 requests fail...
      "fail_status": 500,      # ...with this HTTP status (without it, by a cut
                               #    after `cut_after_frames` frames, default 2)
-     "content_type": "text/plain"}  # a gateway that streams under another type
+     "content_type": "text/plain",  # a gateway that streams under another type
+     "echo_key": "whole"}     # refuse the key and quote it, as OpenAI's 401 does: "whole"
+                              #  answers 401 JSON; "stream" sends it as an SSE error frame
+                              #  written in two pieces, cut inside the key
 
 Fail counters are per scenario, per server (`reset()` clears them).  Also
 served: `GET /v1/models` (the scenarios) and `GET /health`.
@@ -54,6 +57,7 @@ class Scenario:
     cut_after_frames: int | None = None
     fail_times: int = 0
     fail_status: int | None = None
+    echo_key: str | None = None
     raw: bytes = b""
 
     @classmethod
@@ -82,6 +86,7 @@ class Scenario:
             cut_after_frames=int(cut) if cut is not None else None,
             fail_times=int(options.get("fail_times", 0) or 0),
             fail_status=int(options["fail_status"]) if options.get("fail_status") else None,
+            echo_key=options.get("echo_key"),
             raw=b"".join(frames),
         )
 
@@ -320,6 +325,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_whole(404, error_json(message, "invalid_request_error", "model_not_found"))
             return
         served.scenario = scenario.name
+        if scenario.echo_key:
+            self._refuse_key(served, scenario.echo_key)
+            return
         number = self.fake.count(scenario.name)
         failing = number <= scenario.fail_times
         if failing and scenario.fail_status:
@@ -345,6 +353,29 @@ class _Handler(BaseHTTPRequestHandler):
             return
         served.ended = "complete"
         self._send_whole(200, json.dumps(completion_from(scenario)).encode())
+
+    def _refuse_key(self, served: Served, how: str) -> None:
+        """Refuse the request's key, quoting it whole (as OpenAI's 401 does)."""
+        auth = self.headers.get("Authorization", "")
+        key = auth.partition(" ")[2].strip() or self.headers.get("x-api-key", "")
+        message = f"Incorrect API key provided: {key}. You can find your API key in your account."
+        body = error_json(message, "invalid_request_error", "invalid_api_key")
+        served.status, served.ended = 401, "failed"
+        if how != "stream":
+            self._send_whole(401, body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        frame = b"data: " + body + b"\n\n"
+        middle = frame.index(key.encode()) + len(key) // 2 if key else len(frame) // 2
+        for piece in (frame[:middle], frame[middle:]):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+            time.sleep(0.02)  # two reads on the proxy's side
+        served.status, served.ended = 200, "complete"
+        self.wfile.write(b"0\r\n\r\n")
 
     def _stream(self, served: Served, scenario: Scenario, cut: int | None) -> None:
         pace = self.fake.pace_ms if self.fake.pace_ms is not None else scenario.pace_ms

@@ -46,7 +46,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -175,6 +175,8 @@ class Outbound:
     model: str = ""
     stream: bool = False
     group_header: str | None = None
+    # Personal data forwarded but not stored (INSPECTOR_DROP_FIELDS): "body.user", "query.code".
+    not_stored: list[str] = field(default_factory=list)
 
 
 def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
@@ -198,7 +200,7 @@ def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
     )
     headers = [
         (name, value)
-        for name, value in items
+        for name, value in redact.without_inspector_credentials(items)
         if name.lower() not in REQUEST_SKIP and not name.lower().startswith(INSPECTOR_PREFIX)
     ]
     headers.append(("Accept-Encoding", "identity"))
@@ -212,6 +214,7 @@ def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
         secrets=secrets,
         source_url=redact.redact_url(url, secrets),
         group_header=request.headers.get(attempts.GROUP_HEADER),
+        not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
     )
     if body:
         try:
@@ -219,7 +222,9 @@ def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
         except orjson.JSONDecodeError:
             out.request_json = ""
         else:
-            out.parsed = redact.redact_body(parsed, secrets)
+            kept, dropped = redact.drop_personal_fields(parsed)
+            out.not_stored += [f"body.{name}" for name in dropped]
+            out.parsed = redact.redact_body(kept, secrets)
             out.request_json = compact(out.parsed)
             if isinstance(parsed, dict):
                 model = parsed.get("model")
@@ -478,7 +483,11 @@ class RelayResponse(DirectStreamingResponse):
                 # would leave a daphne client hanging.
                 dropped = error
             if dropped is not None:
-                logger.info("upstream %s dropped mid-stream: %r", upstream.url, dropped)
+                logger.info(
+                    "upstream %s dropped mid-stream: %s",
+                    recording.out.source_url,
+                    redact.redact_text(repr(dropped), recording.out.secrets),
+                )
                 yield drop_notice(self.stream_format, dropped)
         finally:
             await finish_quietly(upstream, recording)
@@ -546,12 +555,12 @@ async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
     return relayed
 
 
-async def _passthrough(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _passthrough(response: httpx.Response, source_url: str) -> AsyncIterator[bytes]:
     try:
         async for data in response.aiter_bytes():
             yield data
     except Exception:  # noqa: BLE001 - never raise out of a started response (daphne)
-        logger.info("upstream %s dropped a passed-through response", response.url)
+        logger.info("upstream %s dropped a passed-through response", source_url)
     finally:
         await finish_quietly(response, None)
 
@@ -573,7 +582,7 @@ async def proxy_other(request: HttpRequest, upstream: str, path: str) -> HttpRes
         message = f"upstream {upstream!r} unreachable at {out.source_url}: {detail}"
         return JsonResponse(error_body(message, "upstream_unreachable"), status=502)
     return DirectStreamingResponse(
-        _passthrough(response),
+        _passthrough(response, out.source_url),
         status=response.status_code,
         content_type=response.headers.get("content-type"),
         headers=forward_headers(response),

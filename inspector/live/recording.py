@@ -26,7 +26,7 @@ from django.urls import NoReverseMatch, reverse
 from inspector.captures import models
 from inspector.captures.store import open_capture
 
-from . import attempts
+from . import attempts, redact
 from .broadcast import merge_batches
 from .session import LIST_GROUP, LiveCapture, capture_group
 
@@ -133,6 +133,9 @@ class Recording:
         self.mode = mode
         self.live: LiveCapture | None = None
         self.finished: dict[str, Any] | None = None
+        # The request's own secret values, scrubbed from the stored response
+        # (an upstream that refuses a key quotes it); the client gets it as sent.
+        self._scrubber = redact.StreamScrubber(out.secrets)
         self._queue: asyncio.Queue = asyncio.Queue()
         self._last_feed = 0.0
         self._failed = False
@@ -219,6 +222,7 @@ class Recording:
             source_url=out.source_url,
             model=out.model,
             request_json=out.request_json,
+            not_stored=out.not_stored,
             http_status=self.http_status,
             attempt_group=group,
             attempt=attempt,
@@ -255,9 +259,9 @@ class Recording:
                 await asyncio.sleep(min(QUIET_SECONDS - idle, MAX_WAIT_SECONDS - waited))
             end = items[-1] is None
             reads = [item for item in items if item is not None]
-            if reads and not self._failed:
+            if (reads or end) and not self._failed:
                 try:
-                    batches = await sync_to_async(self._append)(reads)
+                    batches = await sync_to_async(self._append)(reads, end)
                 except Exception:  # noqa: BLE001 - the relay goes on unrecorded
                     logger.exception("capture %s: storing frames failed", self.slug)
                     self._failed = True
@@ -268,10 +272,17 @@ class Recording:
             if end:
                 return
 
-    def _append(self, reads: list[tuple[bytes, float]]) -> list[dict[str, Any]]:
+    def _append(self, reads: list[tuple[bytes, float]], end: bool) -> list[dict[str, Any]]:
+        """Store the reads (secrets scrubbed); at the end, also what the
+        scrubber held back."""
+        scrubbed = [(self._scrubber.feed(data), arrived) for data, arrived in merge_reads(reads)]
+        if end:
+            scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
         out = []
         with writing(), transaction.atomic():
-            for data, arrived in merge_reads(reads):
+            for data, arrived in scrubbed:
+                if not data:
+                    continue
                 self.clock.pinned = arrived
                 try:
                     batch = self.live.append(data)

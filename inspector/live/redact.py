@@ -330,17 +330,171 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 
 def redact_url(url: str, secrets: Iterable[str] = ()) -> str:
     """The URL without secret-looking query parameters (Azure's `api-key=`,
-    Google's `key=`, signatures) and without user:password."""
+    Google's `key=`, signatures), without the personal ones of
+    `INSPECTOR_DROP_FIELDS` (`code=`, `state=`) and without user:password."""
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     query = parts.query
     if query:
-        fields = extra_fields()
+        fields, personal = extra_fields(), drop_names()
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, v) for k, v in pairs if not is_secret_query_name(k, fields)])
+        query = urlencode(
+            [
+                (k, v)
+                for k, v in pairs
+                if not is_secret_query_name(k, fields) and compact_name(k) not in personal
+            ]
+        )
     out = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return _scrub(out, tuple(secrets))
 
 
 def header_items(headers: Mapping[str, str]) -> list[tuple[str, str]]:
     return [(str(k), str(v)) for k, v in headers.items()]
+
+
+# -- what leaves for the upstream ---------------------------------------------------------
+
+
+def inspector_cookie_names() -> frozenset[str]:
+    """The inspector's own cookies: its login session and its CSRF token."""
+    return frozenset({settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME})
+
+
+def inspector_header_names() -> frozenset[str]:
+    """The inspector's own request headers besides `X-Inspector-*`: the CSRF
+    header, named by Django's `CSRF_HEADER_NAME` in its WSGI form
+    (`HTTP_X_CSRFTOKEN` is the header `X-CSRFToken`)."""
+    name = settings.CSRF_HEADER_NAME
+    if name.startswith("HTTP_"):
+        name = name[len("HTTP_") :]
+    return frozenset({name.replace("_", "-").lower()})
+
+
+def without_inspector_credentials(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`headers` less the inspector's own login: its session and CSRF cookies
+    are cut out of `Cookie` (the client's other cookies go on; a header left
+    empty is dropped) and its CSRF header is dropped.  A browser logged in to
+    the inspector sends them with every request, `/proxy/...` included, and
+    the upstream must never receive a replayable login to the inspector."""
+    own_cookies = inspector_cookie_names()
+    own_headers = inspector_header_names()
+    out = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower in own_headers:
+            continue
+        if lower == "cookie":
+            kept = [
+                part.strip()
+                for part in value.split(";")
+                if part.strip() and part.split("=", 1)[0].strip() not in own_cookies
+            ]
+            if not kept:
+                continue
+            value = "; ".join(kept)
+        out.append((name, value))
+    return out
+
+
+# -- personal data: forwarded, never stored -------------------------------------------------
+
+
+def drop_names() -> frozenset[str]:
+    """`INSPECTOR_DROP_FIELDS`, compacted like `compact_name`."""
+    return frozenset(compact_name(n) for n in _setting_names("INSPECTOR_DROP_FIELDS"))
+
+
+def drop_personal_fields(body: Any) -> tuple[Any, list[str]]:
+    """The request body without its top-level fields named in
+    `INSPECTOR_DROP_FIELDS` (`user`, `metadata`, ...), and the names dropped.
+    Only the top level: a tool's parameter schema may well describe a `state`
+    or a `user`, and that is what makes a stored request worth reading."""
+    names = drop_names()
+    if not isinstance(body, dict) or not names:
+        return body, []
+    dropped = [k for k in body if isinstance(k, str) and compact_name(k) in names]
+    if not dropped:
+        return body, []
+    return {k: v for k, v in body.items() if k not in dropped}, dropped
+
+
+def dropped_query_names(query: str) -> list[str]:
+    """The names of a query string's parameters that `redact_url` leaves out
+    as personal data (`?code=`, `?state=`), in order, once each."""
+    names = drop_names()
+    found = [k for k, _ in parse_qsl(query, keep_blank_values=True) if compact_name(k) in names]
+    return list(dict.fromkeys(found))
+
+
+# -- secrets in logs ------------------------------------------------------------------------
+
+_QUERY_PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;#\s\"'?]+)=(?P<value>[^&;#\s\"']*)")
+
+
+def redact_query_values(text: str) -> str:
+    """`text` (a log line, a request line) with the value of every secret or
+    personal query parameter it shows replaced: `?key=sk-1&q=x` becomes
+    `?key=[redacted]&q=x`."""
+    if "=" not in text:
+        return text
+    fields = extra_fields()
+    personal = drop_names()
+
+    def replace(match: re.Match[str]) -> str:
+        name = match["name"]
+        if is_secret_query_name(name, fields) or compact_name(name) in personal:
+            return f"{match['lead']}{name}={REDACTED}"
+        return match[0]
+
+    return _QUERY_PARAMETER.sub(replace, text)
+
+
+# -- secrets echoed in a response -----------------------------------------------------------
+
+
+class StreamScrubber:
+    """Replaces secret values in a byte stream that may be cut anywhere.
+
+    An upstream that refuses a key often quotes it ("Incorrect API key
+    provided: sk-..."); the stored copy of the response must not keep it, and
+    a read can end in the middle of the key.  So the bytes that could be the
+    start of a secret are held back until the next read (or `flush`) says
+    whether they are: at most the longest secret's length less one byte."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        encoded = {s.encode() for s in secrets if s}
+        self._secrets = sorted(encoded, key=len, reverse=True)
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        if not self._secrets:
+            return data
+        text = self._scrub(self._pending + data)
+        held = self._held_back(text)
+        self._pending = text[len(text) - held :] if held else b""
+        return text[: len(text) - held]
+
+    def flush(self) -> bytes:
+        pending, self._pending = self._pending, b""
+        return pending
+
+    def _scrub(self, data: bytes) -> bytes:
+        for secret in self._secrets:
+            if secret in data:
+                data = data.replace(secret, REDACTED.encode())
+        return data
+
+    def _held_back(self, data: bytes) -> int:
+        """The length of the longest end of `data` that begins a secret."""
+        longest = 0
+        for secret in self._secrets:
+            # Ends shorter than the secret, and longer than one already found.
+            start, end = max(0, len(data) - len(secret) + 1), len(data) - longest
+            at = data.find(secret[:1], start, end)
+            while at != -1:
+                if secret.startswith(data[at:]):
+                    longest = len(data) - at
+                    break
+                at = data.find(secret[:1], at + 1, end)
+        return longest

@@ -241,8 +241,8 @@ class Live:
         body = {
             "model": model,
             "stream": stream,
-            "user": MARK,
-            "messages": [{"role": "user", "content": "hello"}],
+            "user": MARK,  # personal data by default: forwarded, not stored
+            "messages": [{"role": "user", "content": MARK}],
             "tools": TOOLS,
             **BODY_SECRETS,
         }

@@ -69,7 +69,9 @@ def test_sdk_stream_through_the_proxy_is_recorded_frame_by_frame(
     stored = json.loads(capture.request_json)
     assert stored["model"] == "ok-tool-call" and stored["messages"] == MESSAGES
     assert stored["tools"] == TOOLS
-    assert "api_key" not in stored and stored["metadata"] == {}
+    # metadata is personal data by default (INSPECTOR_DROP_FIELDS): forwarded, not stored
+    assert "api_key" not in stored and "metadata" not in stored
+    assert capture.not_stored == ["body.metadata"]
     assert capture.attempt == 1 and capture.attempt_group
     strict = capture.assemblies.get(policy="strict")
     assert strict.usage == {"prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48}
