@@ -64,7 +64,7 @@ def group_from_header(value: str | None) -> str | None:
 
 
 def window() -> timedelta:
-    return timedelta(seconds=getattr(settings, "INSPECTOR_ATTEMPT_WINDOW_SECONDS", 600))
+    return timedelta(seconds=settings.INSPECTOR_ATTEMPT_WINDOW_SECONDS)
 
 
 def find_group(print_: str, *, now=None) -> str | None:

@@ -1,26 +1,207 @@
-"""Fan-out of live capture messages over the channel layer.
+"""Every message a live viewer gets, and the one way it is sent.
 
-A fast upstream can complete hundreds of frames a second.  `Publisher`
-coalesces the batch messages of one capture and sends at most one message
-per `interval` (plus the last one at close), so a viewer's channel never
-holds more than a handful of messages, whatever the stream's pace.
+Two kinds of channel-layer group: `captures` (the capture list) and
+`capture.<slug>` (one capture's viewers).  The messages, each built here
+and nowhere else (their `type` names the consumer's handler; the consumer
+renames it for the browser):
+
+* `captures.changed` (list): a capture opened or closed;
+* `capture.frames` (one capture): the frames one read completed, the calls
+  they touched with their new fragments, the refusal decided so far;
+* `capture.finished` (one capture): the last frames and the outcome;
+* `snapshot`: what a viewer who joins late gets first (sent by the
+  consumer itself, to that viewer alone).
+
+`send` is the only sender: a missing layer or a failing one never stops a
+recording, since viewers are best effort and the database has everything.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from .session import LIST_GROUP, capture_group
+if TYPE_CHECKING:
+    from inspector.assembly import Call
+    from inspector.assembly.result import Refusal
 
-FLUSH_INTERVAL = 0.01  # seconds
+logger = logging.getLogger(__name__)
+
+LIST_GROUP = "captures"
 
 
-def merge_batches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+def capture_group(slug: str) -> str:
+    """The channel-layer group of one capture's viewers."""
+    return f"capture.{slug}"
+
+
+# -- the records inside messages -------------------------------------------------------------
+
+
+class FrameEntry(TypedDict):
+    number: int
+    kind: str
+    raw: str
+    arrived_ms: float | None
+
+
+class FragmentEntry(TypedDict):
+    frame: int
+    offset: int
+    text: str
+
+
+class CallEntry(TypedDict):
+    position: int | None
+    choice: int
+    id: str | None
+    name: str | None
+    index: int | None
+    started_frame: int | None
+    settled_frame: int | None
+    fragments: list[FragmentEntry]
+    depth: int
+    in_string: bool
+    complete: bool
+    invalid_from: int | None
+
+
+class RefusalEntry(TypedDict):
+    code: str
+    message: str
+    frame: int | None
+    call: int | None
+    choice: int | None
+    retryable: bool
+
+
+def frame_entry(number: int, kind: str, raw: str, arrived_ms: float | None) -> FrameEntry:
+    return {"number": number, "kind": kind, "raw": raw, "arrived_ms": arrived_ms}
+
+
+def call_entry(call: Call, first_fragment: int = 0) -> CallEntry:
+    """A call as a viewer sees it, with its fragments from `first_fragment`."""
+    scanner = call.scanner
+    return {
+        "position": call.position,
+        "choice": call.choice,
+        "id": call.id,
+        "name": call.name,
+        "index": call.index,
+        "started_frame": call.started_frame,
+        "settled_frame": call.settled_frame,
+        "fragments": [
+            {"frame": f, "offset": o, "text": t} for f, o, t in call.fragments(first_fragment)
+        ],
+        "depth": scanner.depth,
+        "in_string": scanner.in_string,
+        "complete": scanner.closed,
+        "invalid_from": scanner.invalid_at,
+    }
+
+
+def refusal_entry(refusal: Refusal | None) -> RefusalEntry | None:
+    """A refusal as a viewer sees it, also mid-stream: `call` is the call's
+    position so far (calls are numbered for good when the stream ends)."""
+    return None if refusal is None else cast(RefusalEntry, refusal.to_dict())
+
+
+# -- the messages ---------------------------------------------------------------------------
+
+
+class FramesMessage(TypedDict):
+    type: str
+    slug: str
+    frames: list[FrameEntry]
+    calls: list[CallEntry]
+    refusal: RefusalEntry | None
+
+
+class FinishedMessage(FramesMessage):
+    outcome: str
+    lenient_outcome: str
+    frame_count: int
+
+
+class ChangedMessage(TypedDict):
+    type: str
+    action: str
+    slug: str
+    outcome: str
+    source: str
+    upstream: str
+    attempt_group: str | None
+    attempt: int | None
+
+
+class SnapshotMessage(TypedDict):
+    type: str
+    slug: str
+    outcome: str
+    refusal_code: str
+    refusal: RefusalEntry | None
+    frames: list[FrameEntry]
+    calls: list[CallEntry]
+
+
+def frames_message(
+    slug: str, frames: list[FrameEntry], calls: list[CallEntry], refusal: RefusalEntry | None
+) -> FramesMessage:
+    return {"type": "capture.frames", "slug": slug, "frames": frames, "calls": calls,
+            "refusal": refusal}  # fmt: skip
+
+
+def finished_message(
+    capture: Any, last: FramesMessage | None, refusal: RefusalEntry | None
+) -> FinishedMessage:
+    """The closing message of a capture just closed (`capture` is its row)."""
+    return {
+        "type": "capture.finished",
+        "slug": capture.slug,
+        "outcome": capture.outcome,
+        "lenient_outcome": capture.lenient_outcome,
+        "refusal": refusal,
+        "frames": last["frames"] if last else [],
+        "calls": last["calls"] if last else [],
+        "frame_count": capture.frame_count,
+    }
+
+
+def changed_message(capture: Any, action: str, outcome: str | None = None) -> ChangedMessage:
+    """`captures.changed` for a capture row (`outcome` when the row's is stale)."""
+    return {
+        "type": "captures.changed",
+        "action": action,
+        "slug": capture.slug,
+        "outcome": outcome or capture.outcome,
+        "source": capture.source,
+        "upstream": capture.upstream,
+        "attempt_group": capture.attempt_group or None,
+        "attempt": capture.attempt,
+    }
+
+
+def snapshot_message(
+    capture: Any,
+    frames: list[FrameEntry],
+    calls: list[CallEntry],
+    refusal: RefusalEntry | None,
+) -> SnapshotMessage:
+    return {
+        "type": "snapshot",
+        "slug": capture.slug,
+        "outcome": capture.outcome,
+        "refusal_code": capture.refusal_code,
+        "refusal": refusal,  # a live capture's refusal, decided mid-stream
+        "frames": frames,
+        "calls": calls,
+    }
+
+
+def merge_batches(first: FramesMessage, second: FramesMessage) -> FramesMessage:
     """One `capture.frames` message saying what two consecutive ones said."""
     calls = {call["position"]: call for call in first["calls"]}
     for call in second["calls"]:
@@ -36,74 +217,30 @@ def merge_batches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
     }
 
 
-class Publisher:
-    """Coalescing sender for one capture's messages (async callers).
-
-    A batch is sent at once when the last send is `interval` old; otherwise
-    it waits, merged with what follows, and a timer sends it when the
-    interval is up, so a stream that pauses never leaves frames unsent.
-    """
-
-    def __init__(self, slug: str, *, interval: float = FLUSH_INTERVAL, clock=time.monotonic):
-        self.group = capture_group(slug)
-        self.layer = get_channel_layer()
-        self.interval = interval
-        self.clock = clock
-        self.pending: dict[str, Any] | None = None
-        self.last_sent = 0.0
-        self.sent = 0
-        self._timer: asyncio.Task | None = None
-
-    async def add(self, batch: dict[str, Any] | None) -> None:
-        if batch is not None:
-            self.pending = batch if self.pending is None else merge_batches(self.pending, batch)
-        if self.pending is None:
-            return
-        wait = self.last_sent + self.interval - self.clock()
-        if wait <= 0:
-            await self.flush()
-        elif self._timer is None:
-            self._timer = asyncio.ensure_future(self._flush_after(wait))
-
-    async def _flush_after(self, wait: float) -> None:
-        await asyncio.sleep(wait)
-        self._timer = None
-        await self.flush()
-
-    async def flush(self) -> None:
-        if self.pending is not None and self.layer is not None:
-            message, self.pending = self.pending, None
-            await self.layer.group_send(self.group, message)
-            self.last_sent = self.clock()
-            self.sent += 1
-
-    async def finish(self, finished: dict[str, Any]) -> None:
-        """Send what is pending, then the closing message, and tell the list."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self.pending is not None:
-            finished = {
-                **finished,
-                "frames": self.pending["frames"] + finished["frames"],
-                "calls": merge_batches(
-                    self.pending, {**self.pending, "frames": [], "calls": finished["calls"]}
-                )["calls"],
-            }
-            self.pending = None
-        if self.layer is not None:
-            await self.layer.group_send(self.group, finished)
-            await announce(finished["slug"], finished["outcome"])
+# -- sending --------------------------------------------------------------------------------
 
 
-async def announce(slug: str, outcome: str) -> None:
-    """Tell list viewers that a capture opened, grew or closed."""
+async def send(group: str, message: dict[str, Any]) -> None:
+    """Send to a channel-layer group; no layer, or a failing one, is logged
+    and never raised."""
     layer = get_channel_layer()
-    if layer is not None:
-        await layer.group_send(
-            LIST_GROUP, {"type": "captures.changed", "slug": slug, "outcome": outcome}
-        )
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group, message)
+    except Exception:  # noqa: BLE001 - viewers are best effort
+        logger.warning("channel layer: send to %s failed", group, exc_info=True)
 
 
-def announce_sync(slug: str, outcome: str) -> None:
-    async_to_sync(announce)(slug, outcome)
+def send_sync(group: str, message: dict[str, Any]) -> None:
+    """`send` for sync callers (views, commands)."""
+    async_to_sync(send)(group, message)
+
+
+async def announce(capture: Any, action: str, outcome: str | None = None) -> None:
+    """Tell list viewers that a capture opened or closed."""
+    await send(LIST_GROUP, changed_message(capture, action, outcome))
+
+
+def announce_sync(capture: Any, action: str, outcome: str | None = None) -> None:
+    send_sync(LIST_GROUP, changed_message(capture, action, outcome))

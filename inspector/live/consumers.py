@@ -9,19 +9,18 @@ lost, none is shown twice.
 
 from __future__ import annotations
 
-import asyncio
+import time
 from typing import Any
 
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
-from django.urls import reverse
 
 from inspector.assembly import FORMATS, HAR
 from inspector.captures import models
 
-from .broadcast import Publisher, announce
-from .session import LIST_GROUP, LiveCapture, capture_group
+from .broadcast import LIST_GROUP, capture_group
+from .recorder import SocketRecording
 from .snapshot import snapshot
 
 
@@ -86,10 +85,8 @@ class IngestConsumer(AsyncWebsocketConsumer):
     capture with what it received.
     """
 
-    live: LiveCapture | None = None
-    publisher: Publisher | None = None
-    _pending: list[bytes] | None = None
-    _writer = None
+    recording: SocketRecording | None = None
+    closed = False
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         if bytes_data is not None:
@@ -112,11 +109,12 @@ class IngestConsumer(AsyncWebsocketConsumer):
             await self._error("expected open, data or close")
 
     async def disconnect(self, code: int) -> None:
-        if self.live is not None and not self.live.closed:
-            await self._finish()
+        if self.recording is not None and not self.closed:
+            self.closed = True
+            await self.recording.finish()
 
     async def _open(self, options: Any) -> None:
-        if self.live is not None:
+        if self.recording is not None:
             await self._error("this socket already has an open capture")
             return
         options = options if type(options) is dict else {}
@@ -125,51 +123,36 @@ class IngestConsumer(AsyncWebsocketConsumer):
             await self._error("format is sse or jsonl")
             return
         title = str(options.get("title") or "ingest")
-        self.live = await database_sync_to_async(LiveCapture.open)(
-            stream_format=fmt, source=models.Capture.Source.INGEST, title=title
-        )
-        self.publisher = Publisher(self.live.slug)
-        await announce(self.live.slug, models.Capture.Outcome.LIVE)
-        url = reverse("capture", args=[self.live.slug])
-        await self._send({"type": "opened", "slug": self.live.slug, "url": url})
+        self.recording = SocketRecording.open(stream_format=fmt, title=title)
+        if not await self.recording.ready():
+            self.closed = True
+            await self._error("the capture could not be stored")
+            return
+        await self._send({"type": "opened", "slug": self.recording.slug, "url": self.recording.url})
 
     async def _append(self, data: bytes) -> None:
-        if self.live is None or self.live.closed:
+        if self.recording is None or self.closed:
             await self._error("open a capture first")
             return
-        if self._pending is None:
-            self._pending = []
-        self._pending.append(data)
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.ensure_future(self._write())
-
-    async def _write(self) -> None:
-        while self._pending:
-            data, self._pending = b"".join(self._pending), []
-            batch = await database_sync_to_async(self.live.append, thread_sensitive=False)(data)
-            await self.publisher.add(batch)
+        self.recording.feed(data, time.monotonic())
 
     async def _close(self) -> None:
-        if self.live is None or self.live.closed:
+        if self.recording is None or self.closed:
             await self._error("no open capture")
             return
-        finished = await self._finish()
+        self.closed = True
+        finished = await self.recording.finish()
+        if finished is None:
+            await self._error("the capture could not be stored")
+            return
         await self._send(
             {
                 "type": "closed",
-                "slug": self.live.slug,
+                "slug": self.recording.slug,
                 "outcome": finished["outcome"],
                 "refusal": finished["refusal"],
             }
         )
-
-    async def _finish(self) -> dict[str, Any]:
-        if self._writer is not None:
-            await self._writer
-        await self.publisher.flush()
-        finished = await database_sync_to_async(self.live.close, thread_sensitive=False)()
-        await self.publisher.finish(finished)
-        return finished
 
     async def _send(self, message: dict[str, Any]) -> None:
         await self.send(text_data=orjson.dumps(message).decode())

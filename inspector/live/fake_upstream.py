@@ -415,11 +415,3 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def serve(scenarios: str | Path, host: str, port: int, pace_ms: float | None = None) -> None:
-    fake = FakeUpstream(scenarios, host=host, port=port, pace_ms=pace_ms)
-    try:
-        fake.serve_forever()
-    finally:
-        fake.server.server_close()

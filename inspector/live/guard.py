@@ -32,9 +32,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .proxy import (
     CHAT_PATH,
-    Attempt,
     Outbound,
     ProxyError,
+    RecordedAnswer,
     error_body,
     prepare,
     record_unreachable,
@@ -49,16 +49,16 @@ RETRYABLE_4XX = frozenset({408, 409, 425, 429})
 
 
 def retries() -> int:
-    return max(0, int(getattr(settings, "INSPECTOR_GUARD_RETRIES", 2)))
+    return max(0, int(settings.INSPECTOR_GUARD_RETRIES))
 
 
 def backoff(retry: int) -> float:
     """Seconds to wait before retry number `retry` (from 1)."""
-    first = float(getattr(settings, "INSPECTOR_GUARD_BACKOFF_SECONDS", 0.5))
+    first = float(settings.INSPECTOR_GUARD_BACKOFF_SECONDS)
     return max(0.0, first) * 2 ** (retry - 1)
 
 
-def worth_retrying(attempt: Attempt) -> bool:
+def worth_retrying(attempt: RecordedAnswer) -> bool:
     refusal = attempt.refusal
     if attempt.message is None or refusal is None or not refusal.get("retryable"):
         return False
@@ -66,11 +66,11 @@ def worth_retrying(attempt: Attempt) -> bool:
     return not (400 <= status < 500 and status not in RETRYABLE_4XX)
 
 
-def accepted(attempt: Attempt) -> bool:
+def accepted(attempt: RecordedAnswer) -> bool:
     return attempt.outcome == "ok" and 200 <= attempt.status < 300
 
 
-async def run_attempt(out: Outbound, group: str | None) -> Attempt:
+async def run_attempt(out: Outbound, group: str | None) -> RecordedAnswer:
     """Send once, read the whole answer into a capture."""
     started = time.monotonic()
     try:
@@ -87,7 +87,7 @@ async def run_attempt(out: Outbound, group: str | None) -> Attempt:
     )
 
 
-def summary(attempt: Attempt) -> dict[str, Any]:
+def summary(attempt: RecordedAnswer) -> dict[str, Any]:
     recording = attempt.recording
     return {
         "attempt": recording.attempt if recording else None,
@@ -99,7 +99,7 @@ def summary(attempt: Attempt) -> dict[str, Any]:
     }
 
 
-def failure(attempts: list[Attempt], reason: str) -> JsonResponse:
+def failure(attempts: list[RecordedAnswer], reason: str) -> JsonResponse:
     group = next((a.recording.group for a in attempts if a.recording), None)
     last = attempts[-1]
     code = (last.refusal or {}).get("code") or last.outcome
@@ -143,7 +143,7 @@ async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
             status=400,
         )
     allowed = retries()
-    done: list[Attempt] = []
+    done: list[RecordedAnswer] = []
     group: str | None = None
     for number in range(allowed + 1):
         if number:

@@ -21,8 +21,6 @@ import threading
 import time
 
 import orjson
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
@@ -31,8 +29,8 @@ from inspector.captures import models
 from inspector.captures.api import BadRequest, capture_path, json_endpoint, json_response
 from inspector.captures.intake import max_upload_bytes
 
-from .broadcast import announce_sync
-from .session import LiveCapture, capture_group
+from . import recorder
+from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +64,7 @@ def close_abandoned(now: float | None = None) -> list[str]:
 
 
 def _finish(slug: str, live: LiveCapture) -> dict:
-    finished = live.close()
-    async_to_sync(get_channel_layer().group_send)(capture_group(slug), finished)
-    announce_sync(slug, finished["outcome"])
-    return finished
+    return recorder.close_sync(live)
 
 
 def _options(request: HttpRequest) -> dict:
@@ -92,15 +87,10 @@ def open_ingest(request: HttpRequest) -> HttpResponse:
     fmt = options.get("format", SSE)
     if fmt not in (SSE, JSONL):
         raise BadRequest("format is sse or jsonl")
-    live = LiveCapture.open(
-        stream_format=fmt,
-        source=models.Capture.Source.INGEST,
-        title=str(options.get("title") or "ingest"),
-    )
+    live = recorder.open_ingest(stream_format=fmt, title=str(options.get("title") or "ingest"))
     with _lock:
         _open[live.slug] = live
         _touched[live.slug] = clock()
-    announce_sync(live.slug, models.Capture.Outcome.LIVE)
     base = f"/api/ingest/{live.slug}"
     body = {
         "slug": live.slug,
@@ -129,9 +119,7 @@ def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
     data = request.read(max_upload_bytes() + 1)
     if len(data) > max_upload_bytes():
         raise BadRequest("one append is limited like an upload", 413)
-    batch = live.append(data)
-    if batch is not None:
-        async_to_sync(get_channel_layer().group_send)(capture_group(slug), batch)
+    recorder.append_sync(live, data)
     return json_response({"frames": live.strict.frames})
 
 

@@ -6,12 +6,8 @@ every header it came with (credentials included) but the inspector's own
 the upstream's status and headers, and a streamed body is relayed read by
 read, each read forwarded the moment it arrives.
 
-Recording stays off that path: each read is queued with its arrival time
-and a recorder task (see `Recording`) feeds the queue to a `LiveCapture`
-(sync ORM, in `sync_to_async`) while the relay is idle, and publishes the
-batches to the capture's channel-layer group.  The capture's `arrived_ms`
-are the reads' arrival times, counted from the moment the request was sent
-upstream, however far the recorder lags behind.
+Recording stays off that path: each read is handed to a `Recording`
+(`recorder.py`), which stores and publishes it while the relay is idle.
 
 Faults:
 
@@ -46,7 +42,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -60,7 +56,7 @@ from inspector.assembly.completion import completion_stream, is_completion
 from inspector.assembly.jsontext import compact
 
 from . import attempts, redact
-from .recording import Recording
+from .recorder import Recording, StoredRequest
 from .upstreams import upstream_url, upstreams
 
 logger = logging.getLogger(__name__)
@@ -129,8 +125,8 @@ def http_client() -> httpx.AsyncClient:
     client = _clients.get(loop)
     if client is None or client.is_closed:
         timeout = httpx.Timeout(
-            connect=getattr(settings, "INSPECTOR_UPSTREAM_CONNECT_TIMEOUT", 10.0),
-            read=getattr(settings, "INSPECTOR_UPSTREAM_READ_TIMEOUT", 300.0),
+            connect=settings.INSPECTOR_UPSTREAM_CONNECT_TIMEOUT,
+            read=settings.INSPECTOR_UPSTREAM_READ_TIMEOUT,
             write=60.0,
             pool=60.0,
         )
@@ -159,24 +155,15 @@ def error_body(message: str, kind: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind, **extra}}
 
 
-@dataclass
-class Outbound:
-    """What goes upstream, and what of it may be stored."""
+@dataclass(kw_only=True)
+class Outbound(StoredRequest):
+    """What goes upstream; what of it may be stored is the `StoredRequest`."""
 
-    upstream: str
     url: str
     method: str
     headers: list[tuple[str, str]]
     body: bytes
-    secrets: list[str]
-    parsed: Any = None  # the request body with secrets removed, when it is JSON
-    request_json: str = ""
-    source_url: str = ""
-    model: str = ""
     stream: bool = False
-    group_header: str | None = None
-    # Personal data forwarded but not stored (INSPECTOR_DROP_FIELDS): "body.user", "query.code".
-    not_stored: list[str] = field(default_factory=list)
 
 
 def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
@@ -281,11 +268,11 @@ async def finish_quietly(
     return await asyncio.shield(finishing)
 
 
-# -- attempts: one upstream request, recorded --------------------------------
+# -- recorded answers: one upstream request read whole, recorded -------------
 
 
 @dataclass
-class Attempt:
+class RecordedAnswer:
     """One recorded upstream request whose body was read whole (guard mode,
     non-streamed answers, errors)."""
 
@@ -326,7 +313,7 @@ async def record_unreachable(
     *,
     group: str | None = None,
     mode: str = "proxy",
-) -> Attempt:
+) -> RecordedAnswer:
     """502 (504 for a timeout) with an OpenAI-shaped JSON error, recorded."""
     timeout = isinstance(error, httpx.TimeoutException)
     status = 504 if timeout else 502
@@ -341,7 +328,9 @@ async def record_unreachable(
     recording.feed(line, time.monotonic())
     done = await finish_quietly(None, recording)
     body["inspector"] = {"capture": recording.slug, "url": recording.url}
-    return Attempt(recording, status, orjson.dumps(body), {}, "application/json", message=done)
+    return RecordedAnswer(
+        recording, status, orjson.dumps(body), {}, "application/json", message=done
+    )
 
 
 def whole_body_record(
@@ -384,7 +373,7 @@ async def record_whole(
     group: str | None = None,
     mode: str = "proxy",
     stream_format: str | None = None,
-) -> Attempt:
+) -> RecordedAnswer:
     """Read a response whole, record it, and hand it back.  A streamed
     format is recorded read by read; other bodies once read (see
     `whole_body_record`)."""
@@ -428,8 +417,8 @@ async def record_whole(
         error = error_body(
             f"upstream {out.upstream!r} dropped the connection mid-body", "upstream_disconnected"
         )
-        return Attempt(recording, 502, orjson.dumps(error), {}, "application/json", message)
-    return Attempt(recording, status, body, forward_headers(response), content_type, message)
+        return RecordedAnswer(recording, 502, orjson.dumps(error), {}, "application/json", message)
+    return RecordedAnswer(recording, status, body, forward_headers(response), content_type, message)
 
 
 # -- the relay -----------------------------------------------------------------

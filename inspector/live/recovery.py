@@ -42,6 +42,8 @@ from django.utils import timezone
 from inspector.captures import models
 from inspector.captures.store import assemble_stream, close_capture, stored_stream
 
+from . import broadcast
+
 logger = logging.getLogger(__name__)
 
 
@@ -103,15 +105,5 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
         capture.outcome,
         capture.refusal_code,
     )
-    _announce(capture)
+    broadcast.announce_sync(capture, "closed")  # best effort: at startup there are usually none
     return capture
-
-
-def _announce(capture: models.Capture) -> None:
-    """Tell list viewers (best effort: at startup there are usually none)."""
-    try:
-        from .broadcast import announce_sync
-
-        announce_sync(capture.slug, capture.outcome)
-    except Exception:  # noqa: BLE001
-        logger.debug("announcing recovered capture %s failed", capture.slug, exc_info=True)

@@ -160,7 +160,7 @@ def compact_name(name: str) -> str:
 
 
 def _setting_names(name: str) -> list[str]:
-    names = getattr(settings, name, ()) or ()
+    names = getattr(settings, name) or ()
     if isinstance(names, str):
         names = names.split(",")
     return [n.strip() for n in names if n.strip()]

@@ -7,43 +7,41 @@ call state comes from running the stored frames through the assembler once.
 
 from __future__ import annotations
 
-from typing import Any
-
 from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import models
 from inspector.captures.store import stored_stream
 
-from .session import call_state, provisional_refusal
+from .broadcast import (
+    CallEntry,
+    FrameEntry,
+    RefusalEntry,
+    SnapshotMessage,
+    call_entry,
+    frame_entry,
+    refusal_entry,
+    snapshot_message,
+)
 
 
-def frames_after(capture: models.Capture, after: int) -> list[dict[str, Any]]:
+def frames_after(capture: models.Capture, after: int) -> list[FrameEntry]:
     rows = capture.frames.filter(number__gt=after).order_by("number")
     return [
-        {"number": f.number, "kind": f.kind, "raw": f.raw, "arrived_ms": f.arrived_ms}
+        frame_entry(f.number, f.kind, f.raw, f.arrived_ms)
         for f in rows.only("number", "kind", "raw", "arrived_ms")
     ]
 
 
-def live_state(capture: models.Capture) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def live_state(capture: models.Capture) -> tuple[list[CallEntry], RefusalEntry | None]:
     """The state of every started call of a live capture, and the refusal
     already decided (or None), from its frames."""
     stream = StreamAssembler(capture.stream_format, (STRICT,))
     stream.feed(stored_stream(capture))
     assembler = stream.assemblers[STRICT]
-    calls = [call_state(call, 0) for call in assembler.started]
-    return calls, provisional_refusal(assembler.refusal)
+    return [call_entry(call) for call in assembler.started], refusal_entry(assembler.refusal)
 
 
-def snapshot(capture: models.Capture, after: int) -> dict[str, Any]:
+def snapshot(capture: models.Capture, after: int) -> SnapshotMessage:
     calls, refusal = [], None
     if capture.outcome == models.Capture.Outcome.LIVE:
         calls, refusal = live_state(capture)
-    return {
-        "type": "snapshot",
-        "slug": capture.slug,
-        "outcome": capture.outcome,
-        "refusal_code": capture.refusal_code,
-        "refusal": refusal,  # a live capture's refusal, decided mid-stream
-        "frames": frames_after(capture, after),
-        "calls": calls,
-    }
+    return snapshot_message(capture, frames_after(capture, after), calls, refusal)

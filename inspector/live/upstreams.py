@@ -68,7 +68,7 @@ def _parsed(text: str) -> tuple[tuple[str, str], ...]:
 
 def upstreams() -> dict[str, str]:
     """The configured upstreams, {name: base URL}."""
-    value = getattr(settings, "INSPECTOR_UPSTREAMS", "")
+    value = settings.INSPECTOR_UPSTREAMS
     if isinstance(value, dict):
         return {_name(str(k)): _url(str(k), str(v)) for k, v in value.items()}
     return dict(_parsed(str(value or "")))

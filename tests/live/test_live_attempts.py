@@ -17,7 +17,7 @@ from inspector.captures import models
 from inspector.captures.store import store_stream
 from inspector.live import attempts
 from inspector.live.proxy import Outbound
-from inspector.live.recording import PinnedClock, Recording
+from inspector.live.recorder import PinnedClock, Recording
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -169,7 +169,14 @@ def test_a_number_taken_in_the_meantime_goes_to_the_next_attempt(monkeypatch):
         )
 
     monkeypatch.setattr(attempts, "next_attempt", stale_then_true)
-    out = Outbound("fake", "http://upstream/v1", "POST", [], b"{}", [], group_header="race")
+    out = Outbound(
+        upstream="fake",
+        url="http://upstream/v1",
+        method="POST",
+        headers=[],
+        body=b"{}",
+        group_header="race",
+    )
     recording = Recording(
         out, PinnedClock(0.0), group="race", stream_format="sse", http_status=200, mode="proxy"
     )

@@ -2,6 +2,7 @@
 layer (in-memory, or Redis when REDIS_URL is set)."""
 
 import asyncio
+import time
 
 import orjson
 import pytest
@@ -10,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 
 from inspector.asgi import application
 from inspector.captures import models
-from inspector.live.broadcast import Publisher
+from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,20 +44,33 @@ async def receive_frames_until_finished(comm):
     return numbers, finished
 
 
-async def test_a_viewer_gets_a_snapshot_then_live_frames_then_the_outcome():
-    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
-    pieces = text_stream(["a", "b", "c"])
-    await database_sync_to_async(live.append)(pieces[0])
+async def recording() -> SocketRecording:
+    """The recorder every streaming intake uses, with its capture created."""
+    recording = SocketRecording.open(stream_format="sse", title="t")
+    assert await recording.ready()
+    return recording
 
-    comm = await connect(f"/ws/captures/{live.slug}/")
+
+async def fed(recording: SocketRecording, piece: bytes) -> None:
+    """Feed a piece and wait until it is stored and published."""
+    recording.feed(piece, time.monotonic())
+    while recording.live.strict.frames == 0 or recording._queue.qsize():
+        await asyncio.sleep(0.005)
+
+
+async def test_a_viewer_gets_a_snapshot_then_live_frames_then_the_outcome():
+    recorder = await recording()
+    pieces = text_stream(["a", "b", "c"])
+    await fed(recorder, pieces[0])
+
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
     first = await comm.receive_json_from(timeout=5)
     assert first["type"] == "snapshot" and first["outcome"] == "live"
     assert [f["number"] for f in first["frames"]] == [0]
 
-    publisher = Publisher(live.slug, interval=0)
     for piece in pieces[1:]:
-        await publisher.add(await database_sync_to_async(live.append)(piece))
-    await publisher.finish(await database_sync_to_async(live.close)())
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
     numbers, finished = await receive_frames_until_finished(comm)
     assert numbers == [1, 2, 3, 4]
     assert finished["outcome"] == "ok"
@@ -64,19 +78,18 @@ async def test_a_viewer_gets_a_snapshot_then_live_frames_then_the_outcome():
 
 
 async def test_a_late_joiner_misses_nothing_and_sees_nothing_twice():
-    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
+    recorder = await recording()
     pieces = text_stream([str(n) for n in range(40)])
-    publisher = Publisher(live.slug, interval=0)
 
     async def produce():
         for piece in pieces:
-            await publisher.add(await database_sync_to_async(live.append)(piece))
-            await asyncio.sleep(0)
-        await publisher.finish(await database_sync_to_async(live.close)())
+            recorder.feed(piece, time.monotonic())
+            await asyncio.sleep(0.001)
+        await recorder.finish()
 
     producing = asyncio.ensure_future(produce())
     await asyncio.sleep(0.01)
-    comm = await connect(f"/ws/captures/{live.slug}/")
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
     snapshot = await comm.receive_json_from(timeout=5)
     seen = [f["number"] for f in snapshot["frames"]]
     numbers, _ = await receive_frames_until_finished(comm)
@@ -167,16 +180,16 @@ async def test_the_ingest_socket_explains_bad_messages():
     await ingest.disconnect()
 
 
-async def test_a_batch_held_back_by_the_interval_is_sent_when_the_stream_pauses():
-    live = await database_sync_to_async(LiveCapture.open)(stream_format="sse")
-    comm = await connect(f"/ws/captures/{live.slug}/")
+async def test_reads_held_back_for_a_quiet_moment_are_sent_when_the_stream_pauses():
+    recorder = await recording()
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
     await comm.receive_json_from(timeout=5)  # the snapshot
-    publisher = Publisher(live.slug, interval=0.05)
     pieces = text_stream(["a", "b"])
-    for piece in pieces[:2]:  # the second one arrives within the interval: held back
-        await publisher.add(await database_sync_to_async(live.append)(piece))
+    for piece in pieces[:2]:  # back to back: the recorder waits for a quiet moment...
+        recorder.feed(piece, time.monotonic())
     numbers = []
-    while numbers != [0, 1]:  # ...and still arrives, with no further frame to push it out
+    while numbers != [0, 1]:  # ...and still sends them, with no further read to push them out
         numbers += [f["number"] for f in (await comm.receive_json_from(timeout=2))["frames"]]
-    assert publisher.sent == 2 and publisher.pending is None
+    assert recorder.live.strict.frames == 2 and not recorder.live.closed
+    await recorder.finish()
     await comm.disconnect()

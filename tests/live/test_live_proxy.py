@@ -332,18 +332,18 @@ async def test_publishes_batches_and_list_changes(settings, fake, monkeypatch):
     from django.db import connections
     from django.test import AsyncClient
 
-    from inspector.live import recording
-    from inspector.live.session import LIST_GROUP, capture_group
+    from inspector.live import broadcast
+    from inspector.live.broadcast import LIST_GROUP, capture_group
 
     settings.INSPECTOR_UPSTREAMS = f"fake={fake.url}"
     sent: list[tuple[str, dict]] = []
-    original = recording.publish
+    original = broadcast.send
 
     async def spy(group: str, message: dict) -> None:
         sent.append((group, message))
         await original(group, message)
 
-    monkeypatch.setattr(recording, "publish", spy)
+    monkeypatch.setattr(broadcast, "send", spy)
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(LIST_GROUP, channel)

@@ -1,0 +1,462 @@
+"""The one recorder: every intake (proxy, guard, websocket ingest, HTTP
+ingest) stores and publishes what it receives through this module.
+
+A stream read in a server task (the proxy's relay, the ingest socket) is
+recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
+recorder task feeds the queue to a `LiveCapture` (sync ORM, in
+`sync_to_async`) while the reader is idle, then publishes the batch to the
+capture's viewers (`broadcast`).  The capture's `arrived_ms` are the reads'
+arrival times, counted from the moment the request was sent upstream,
+however far the recorder lags behind.  HTTP ingest, one request per append,
+uses the sync functions at the end (`open_ingest`, `append_sync`,
+`close_sync`).
+
+What is stored passes through `redact.StreamScrubber` first: a secret of
+the request that the upstream quotes back is never kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, connection, transaction
+from django.urls import reverse
+
+from inspector.captures import models
+from inspector.captures.store import open_capture
+
+from . import attempts, broadcast, redact
+from .session import LiveCapture
+
+logger = logging.getLogger(__name__)
+
+# Reads that arrive this close together are stored as one (a burst of small
+# reads costs one assembler call and one INSERT, not thousands); each frame's
+# arrival time is then that of the group's last read, never earlier than the
+# frame's true arrival and at most this much later.
+MERGE_SECONDS = 0.001
+# The recorder works while the relay is idle: it waits until no read has come
+# for this long (or until this many reads are waiting), so during a burst the
+# relay doesn't share the interpreter with it.
+QUIET_SECONDS = 0.002
+MAX_BACKLOG = 2000
+# ...but a steady stream (a read every millisecond) is never quiet for that
+# long, and its viewers would wait for the whole burst: a read waits at most
+# this long before it is stored and published.
+MAX_WAIT_SECONDS = 0.010
+# Attempts of a group that race for one number: how often the loser retries.
+NUMBERING_TRIES = 5
+
+
+# SQLite lets one connection write at a time.  Each request has a thread and
+# connection of its own, so in one process the recordings take turns here
+# rather than in SQLite's busy handler (which sleeps and polls; and without
+# BEGIN IMMEDIATE, a transaction that reads before it writes gets "database
+# is locked" at once while another connection writes).
+_sqlite_writes = threading.Lock()
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    if connection.vendor == "sqlite":
+        with _sqlite_writes:
+            yield
+    else:
+        yield
+
+
+class PinnedClock:
+    """`time.monotonic`, unless a time is pinned: the recorder pins each
+    read's arrival time while it appends that read."""
+
+    __slots__ = ("pinned",)
+
+    def __init__(self, pinned: float | None = None) -> None:
+        self.pinned = pinned
+
+    def __call__(self) -> float:
+        pinned = self.pinned
+        return time.monotonic() if pinned is None else pinned
+
+
+@dataclass
+class StoredRequest:
+    """What of a request may be stored with its capture (secrets removed),
+    and the secret values to scrub from what the upstream answers."""
+
+    upstream: str = ""
+    source_url: str = ""
+    model: str = ""
+    request_json: str = ""
+    parsed: Any = None  # the request body with secrets removed, when it is JSON
+    group_header: str | None = None
+    not_stored: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+
+
+class Recorder:
+    """One capture recorded from bytes read in a server task.
+
+    `feed(bytes, arrival)` only queues; a task appends the queued reads to
+    the `LiveCapture` (all the reads waiting, in one transaction) and
+    publishes one batch message for them (`broadcast.merge_batches`), so a
+    viewer gets a message per read while the recorder keeps up, and no flood
+    when it doesn't.  `finish()` drains the queue, closes the capture and
+    publishes the closing messages.  Subclasses say how the capture opens.
+    """
+
+    source = models.Capture.Source.INGEST
+
+    def __init__(self, clock: PinnedClock, *, secrets: list[str] = ()) -> None:
+        self.clock = clock
+        self.slug = models.new_slug()
+        self.url = reverse("capture", args=[self.slug])
+        self.live: LiveCapture | None = None
+        self.finished: dict[str, Any] | None = None
+        # The request's own secret values, scrubbed from the stored response
+        # (an upstream that refuses a key quotes it); the client gets it as sent.
+        self._scrubber = redact.StreamScrubber(secrets)
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._opened = asyncio.Event()
+        self._last_feed = 0.0
+        self._failed = False
+        self._task: asyncio.Task | None = None
+        self._finishing: asyncio.Task | None = None
+        self._draining = False
+        self._closed = False
+
+    def start(self) -> None:
+        """Start the recorder task.  Nothing here touches the database: the
+        task's first job is to create the capture, so the reader never waits
+        for another capture's writes."""
+        self._task = keep(asyncio.create_task(self._run()))
+
+    def open_capture(self) -> models.Capture:
+        """Create the capture row (in the recorder's thread, in a transaction)."""
+        raise NotImplementedError
+
+    def closing(self, capture: models.Capture) -> None:
+        """Last touches to the capture row when it closes (sync ORM)."""
+
+    def feed(self, data: bytes, arrived: float) -> None:
+        self._last_feed = arrived
+        self._queue.put_nowait((data, arrived))
+
+    def _create(self) -> None:
+        with writing(), transaction.atomic():
+            capture = self.open_capture()
+        # The capture's clock starts when the request was sent upstream.
+        self.live = LiveCapture(capture, clock=self.clock)
+        self.clock.pinned = None
+
+    async def ready(self) -> bool:
+        """Wait until the capture exists; False when it could not be created."""
+        await self._opened.wait()
+        return not self._failed
+
+    async def _run(self) -> None:
+        try:
+            await sync_to_async(self._create)()
+        except Exception:  # noqa: BLE001 - the relay goes on unrecorded
+            logger.exception("capture %s: opening failed", self.slug)
+            self._failed = True
+        else:
+            await broadcast.announce(self.live.capture, "opened")
+        finally:
+            self._opened.set()
+        try:
+            await self._record()
+        except Exception:  # noqa: BLE001 - never let `drain()` raise
+            logger.exception("capture %s: the recorder failed", self.slug)
+            self._failed = True
+
+    async def _record(self) -> None:
+        while True:
+            items = await self._next_batch()
+            end = items[-1] is None
+            reads = [item for item in items if item is not None]
+            if (reads or end) and not self._failed:
+                try:
+                    batches = await sync_to_async(self._append)(reads, end)
+                except Exception:  # noqa: BLE001 - the relay goes on unrecorded
+                    logger.exception("capture %s: storing frames failed", self.slug)
+                    self._failed = True
+                else:
+                    if batches:  # one message per drain: a backlog goes out as one
+                        message = reduce(broadcast.merge_batches, batches)
+                        await broadcast.send(broadcast.capture_group(self.slug), message)
+            if end:
+                return
+
+    async def _next_batch(self) -> list[tuple[bytes, float] | None]:
+        """The reads waiting once the reader has been quiet for a moment (or
+        one has waited long enough); `None` last when the input ended."""
+        queue = self._queue
+        items = [await queue.get()]
+        first_arrived = items[0][1] if items[0] is not None else time.monotonic()
+        while True:
+            while not queue.empty():
+                items.append(queue.get_nowait())
+            if items[-1] is None or len(items) >= MAX_BACKLOG:
+                return items
+            now = time.monotonic()
+            idle, waited = now - self._last_feed, now - first_arrived
+            if idle >= QUIET_SECONDS or waited >= MAX_WAIT_SECONDS:
+                return items
+            await asyncio.sleep(min(QUIET_SECONDS - idle, MAX_WAIT_SECONDS - waited))
+
+    def _append(self, reads: list[tuple[bytes, float]], end: bool) -> list[dict[str, Any]]:
+        """Store the reads (secrets scrubbed); at the end, also what the
+        scrubber held back."""
+        scrubbed = [(self._scrubber.feed(data), arrived) for data, arrived in merge_reads(reads)]
+        if end:
+            scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
+        out = []
+        with writing(), transaction.atomic():
+            for data, arrived in scrubbed:
+                if not data:
+                    continue
+                self.clock.pinned = arrived
+                try:
+                    batch = self.live.append(data)
+                finally:
+                    self.clock.pinned = None
+                if batch is not None:
+                    out.append(batch)
+        return out
+
+    async def drain(self) -> None:
+        """Wait until every queued read is stored."""
+        if not self._draining:
+            self._draining = True
+            self._queue.put_nowait(None)
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def close_sync(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        """Close the capture (sync ORM; once; after `drain`): the closing
+        message, or None when closing failed."""
+        if self._closed:
+            return self.finished
+        self._closed = True
+        if self.live is None:
+            return None
+        try:
+            with writing():
+                self.finished = self.live.close(**meta)
+                self.closing(self.live.capture)
+        except Exception:  # noqa: BLE001
+            logger.exception("capture %s: closing failed", self.slug)
+        return self.finished
+
+    async def announce(self, message: dict[str, Any]) -> None:
+        await broadcast.send(broadcast.capture_group(self.slug), message)
+        await broadcast.announce(self.live.capture, "closed", message["outcome"])
+
+    def finish(self, **meta: Any) -> asyncio.Task:
+        """Drain, close the capture and announce it (once); await the
+        returned task for the closing message.  It runs as a task of its own,
+        so a second cancellation of the request can't interrupt it."""
+        if self._finishing is None:
+            self._finishing = keep(asyncio.ensure_future(self._finish(meta)))
+        return self._finishing
+
+    async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        await self.drain()
+        message = await sync_to_async(self.close_sync)(meta)
+        if message is not None:
+            await self.announce(message)
+        return message
+
+
+class Recording(Recorder):
+    """A proxied (or guarded) upstream response: its capture is an attempt
+    of a retry chain, titled and described by the request."""
+
+    source = models.Capture.Source.PROXY
+
+    def __init__(
+        self,
+        out: StoredRequest,
+        clock: PinnedClock,
+        *,
+        group: str | None,
+        stream_format: str,
+        http_status: int | None,
+        mode: str,
+    ) -> None:
+        super().__init__(clock, secrets=out.secrets)
+        self.out = out
+        # Known once the capture exists (the header's group at once).
+        self.group: str | None = group or attempts.group_from_header(out.group_header)
+        self.attempt: int | None = None
+        self._given_group = group
+        self.stream_format = stream_format
+        self.input_format = stream_format  # what was received, when it wasn't the stream itself
+        self.http_status = http_status
+        self.mode = mode
+
+    @classmethod
+    def open(
+        cls,
+        out: StoredRequest,
+        *,
+        stream_format: str,
+        http_status: int | None,
+        started: float,
+        group: str | None = None,
+        mode: str = "proxy",
+        input_format: str | None = None,
+    ) -> Recording:
+        """Start recording (see `Recorder.start`)."""
+        recording = cls(
+            out,
+            PinnedClock(started),
+            group=group,
+            stream_format=stream_format,
+            http_status=http_status,
+            mode=mode,
+        )
+        recording.input_format = input_format or stream_format
+        recording.start()
+        return recording
+
+    def headers(self) -> dict[str, str]:
+        """The capture's slug and page; its group and attempt number when
+        known (a streamed response goes out before they are, unless the
+        request named its group)."""
+        out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
+        if self.group:
+            out["X-Inspector-Group"] = self.group
+        if self.attempt is not None:
+            out["X-Inspector-Attempt"] = str(self.attempt)
+        return out
+
+    def open_capture(self) -> models.Capture:
+        """Number the attempt and create its capture.
+
+        Two requests of one group can race for a number (another process,
+        on PostgreSQL); the loser's INSERT breaks the unique (group, attempt)
+        constraint, and it takes the next number."""
+        for tries_left in reversed(range(NUMBERING_TRIES)):
+            try:
+                with transaction.atomic():
+                    return self._number_and_open()
+            except IntegrityError:
+                if not tries_left:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _number_and_open(self) -> models.Capture:
+        out = self.out
+        if self._given_group is None:
+            group, attempt = attempts.assign(out.group_header, out.parsed)
+        else:
+            group, attempt = self._given_group, attempts.next_attempt(self._given_group)
+        self.group, self.attempt = group, attempt
+        return open_capture(
+            stream_format=self.stream_format,
+            input_format=self.input_format,
+            slug=self.slug,
+            title=f"{self.mode} {out.upstream}: {out.model or '?'} (attempt {attempt})",
+            source=self.source,
+            upstream=out.upstream,
+            provider=out.upstream,
+            source_url=out.source_url,
+            model=out.model,
+            request_json=out.request_json,
+            not_stored=out.not_stored,
+            http_status=self.http_status,
+            attempt_group=group,
+            attempt=attempt,
+        )
+
+    def closing(self, capture: models.Capture) -> None:
+        if not capture.model and self.out.model:
+            # No chunk named its model (an error, a cut): keep the request's.
+            capture.model = self.out.model
+            models.Capture.objects.filter(pk=capture.pk).update(model=self.out.model)
+
+
+class SocketRecording(Recorder):
+    """A stream a client pushes over the ingest websocket."""
+
+    def __init__(self, *, stream_format: str, title: str) -> None:
+        super().__init__(PinnedClock())
+        self.stream_format = stream_format
+        self.title = title
+
+    @classmethod
+    def open(cls, *, stream_format: str, title: str) -> SocketRecording:
+        recording = cls(stream_format=stream_format, title=title)
+        recording.start()
+        return recording
+
+    def open_capture(self) -> models.Capture:
+        return open_capture(
+            stream_format=self.stream_format, slug=self.slug, source=self.source, title=self.title
+        )
+
+
+# -- HTTP ingest: one request per append (sync views) ---------------------------------------
+
+
+def open_ingest(*, stream_format: str, title: str) -> LiveCapture:
+    """Open a capture that HTTP appends will feed, and tell the list."""
+    with writing():
+        live = LiveCapture.open(
+            stream_format=stream_format, source=models.Capture.Source.INGEST, title=title
+        )
+    broadcast.announce_sync(live.capture, "opened")
+    return live
+
+
+def append_sync(live: LiveCapture, data: bytes) -> None:
+    """Store one append's bytes and publish the frames they completed."""
+    with writing(), transaction.atomic():
+        batch = live.append(data)
+    if batch is not None:
+        broadcast.send_sync(broadcast.capture_group(live.slug), batch)
+
+
+def close_sync(live: LiveCapture) -> dict[str, Any]:
+    """Close a capture HTTP appends fed; its closing message, published."""
+    with writing():
+        finished = live.close()
+    broadcast.send_sync(broadcast.capture_group(live.slug), finished)
+    broadcast.announce_sync(live.capture, "closed", finished["outcome"])
+    return finished
+
+
+def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
+    """Consecutive reads within MERGE_SECONDS of their group's first, joined
+    and stamped with the group's last arrival."""
+    groups: list[tuple[list[bytes], float, float]] = []
+    for data, arrived in reads:
+        if groups and arrived - groups[-1][1] <= MERGE_SECONDS:
+            chunks, first, _ = groups[-1]
+            chunks.append(data)
+            groups[-1] = (chunks, first, arrived)
+        else:
+            groups.append(([data], arrived, arrived))
+    return [(b"".join(chunks), last) for chunks, _, last in groups]
+
+
+# Tasks that must outlive the request that started them (asyncio keeps only
+# weak references to tasks).
+_background: set[asyncio.Task] = set()
+
+
+def keep(task: asyncio.Task) -> asyncio.Task:
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
