@@ -3,6 +3,7 @@
 import gc
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.urls import get_resolver
 
@@ -12,20 +13,28 @@ django_asgi_app = get_asgi_application()  # before importing consumers/routing
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from inspector.access import websocket_application  # noqa: E402
+from inspector.input_guard import RefuseNulBytes  # noqa: E402
+from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
 from inspector.logs import install_daphne_access_log  # noqa: E402
 from inspector.static_files import StaticFilesApplication  # noqa: E402
 
 # daphne's access log prints whole query strings: ours redacts them (inspector/logs.py).
 install_daphne_access_log()
+# A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
+if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
+    watch_for_left_behind()
 
-application = ProtocolTypeRouter(
-    {
-        # /static/ from the finders even with DEBUG off (inspector/static_files.py).
-        "http": StaticFilesApplication(django_asgi_app),
-        # The session's user in scope["user"], then login / share / token checks.
-        "websocket": websocket_application(URLRouter(websocket_urlpatterns)),
-    }
+# NUL in a path or query is refused before anything reads it (inspector/input_guard.py).
+application = RefuseNulBytes(
+    ProtocolTypeRouter(
+        {
+            # /static/ from the finders even with DEBUG off (inspector/static_files.py).
+            "http": StaticFilesApplication(django_asgi_app),
+            # The session's user in scope["user"], then login / share / token checks.
+            "websocket": websocket_application(URLRouter(websocket_urlpatterns)),
+        }
+    )
 )
 
 # Everything loaded so far (Django, the project, their modules and caches) lives as long

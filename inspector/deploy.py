@@ -17,11 +17,25 @@ DEV_SECRET_KEY = "dev-only-insecure-key-change-me-stream-inspector"
 FORWARDED_PROTO_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
 def env_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    """A boolean variable; any spelling but these is refused, so that a typo
+    (`INSPECTOR_REQUIRE_LOGIN=y`) never silently means off."""
     value = environ.get(name)
     if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={value!r} is not a boolean: use one of "
+        + ", ".join(sorted(TRUE_WORDS | FALSE_WORDS - {""}))
+    )
 
 
 def env_list(environ: Mapping[str, str], name: str) -> list[str]:
@@ -77,7 +91,21 @@ def unsafe_startup_reasons(*, require_login: bool, debug: bool, secret_key: str)
         reasons.append("DEBUG is on (set INSPECTOR_DEBUG=0)")
     if not secret_key or secret_key == DEV_SECRET_KEY:
         reasons.append("the development SECRET_KEY is in use (set INSPECTOR_SECRET_KEY)")
+    elif weak_secret_key(secret_key):
+        reasons.append(
+            f"INSPECTOR_SECRET_KEY is weak: use at least {MIN_SECRET_KEY_LENGTH} characters "
+            f"with at least {MIN_SECRET_KEY_UNIQUE} different ones (a random string)"
+        )
     return reasons
+
+
+MIN_SECRET_KEY_LENGTH = 50
+MIN_SECRET_KEY_UNIQUE = 5
+
+
+def weak_secret_key(key: str) -> bool:
+    """Django's own deployment check's rule: short, or few distinct characters."""
+    return len(key) < MIN_SECRET_KEY_LENGTH or len(set(key)) < MIN_SECRET_KEY_UNIQUE
 
 
 def refuse_unsafe_startup(

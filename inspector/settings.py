@@ -169,6 +169,9 @@ INSPECTOR_GUARD_BACKOFF_SECONDS = float(os.environ.get("INSPECTOR_GUARD_BACKOFF_
 # A live capture with nothing stored for this many seconds was left by a dead process
 # (`manage.py recover_live` closes it; inspector/live/recovery.py).
 INSPECTOR_LIVE_STALE_SECONDS = float(os.environ.get("INSPECTOR_LIVE_STALE_SECONDS", 120))
+# Every daphne process closes live captures idle that long (a dead process's), at start and
+# every half stale time (inspector/live/recovery.py); 0 leaves it to `manage.py recover_live`.
+INSPECTOR_RECOVER_LIVE = _env_bool("INSPECTOR_RECOVER_LIVE", True)
 
 # --- Minimizer ---------------------------------------------------------------------------------
 # Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).
@@ -182,6 +185,9 @@ INSPECTOR_SHARING = _env_bool("INSPECTOR_SHARING", True)
 # Tokens for scripts (Authorization: Bearer <token> or X-Inspector-Token: <token>),
 # comma-separated; when any are set, the API, ingest and proxy need one (or a session).
 INSPECTOR_API_TOKENS = deploy.env_list(os.environ, "INSPECTOR_API_TOKENS")
+# Failed logins: this many per user name or address within the window, then 429.
+INSPECTOR_LOGIN_FAILURES = int(os.environ.get("INSPECTOR_LOGIN_FAILURES", 5))
+INSPECTOR_LOGIN_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_LOGIN_WINDOW_SECONDS", 900))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "capture-list"
 LOGOUT_REDIRECT_URL = "login"

@@ -18,13 +18,23 @@ an upgrade.
 from __future__ import annotations
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.http import HttpRequest, HttpResponseBase
+from django.core.exceptions import SuspiciousFileOperation
+from django.http import Http404, HttpRequest, HttpResponseBase
 
 CACHE_CONTROL = "public, max-age=3600"
 
 
 class StaticFilesApplication(ASGIStaticFilesHandler):
     """ASGI app: STATIC_URL paths from the finders, everything else to `application`."""
+
+    def serve(self, request: HttpRequest) -> HttpResponseBase:
+        """A path that climbs out of the static roots (`/static/%2e%2e/manage.py`)
+        is a file that is not there: 404, not the 500 of an uncaught
+        SuspiciousFileOperation."""
+        try:
+            return super().serve(request)
+        except SuspiciousFileOperation:
+            raise Http404("no such static file") from None
 
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         response = await super().get_response_async(request)

@@ -5,12 +5,14 @@ from django.urls import include, path
 
 from inspector.health import health
 from inspector.live import ingest
+from inspector.login_throttle import ThrottledLoginView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     # Login for INSPECTOR_REQUIRE_LOGIN (inspector/access.py); logout is a POST (Django 5).
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Failed logins are throttled per user name and address (inspector/login_throttle.py).
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/ingest", ingest.open_ingest, name="ingest-open"),
     path("api/ingest/<str:slug>/append", ingest.append_ingest, name="ingest-append"),

@@ -64,7 +64,7 @@ def test_https_proxy_trusts_forwarded_proto_and_secures_cookies_only_when_asked(
 
 
 def test_unsafe_startup_reasons():
-    safe = {"debug": False, "secret_key": "a-real-secret"}
+    safe = {"debug": False, "secret_key": "a-real-secret-" + "q7W2e9R4t1Y8u3I6o0P5a" * 2}
     assert deploy.unsafe_startup_reasons(require_login=True, **safe) == []
     assert deploy.unsafe_startup_reasons(require_login=False, debug=True, secret_key="") == []
     both = deploy.unsafe_startup_reasons(

@@ -44,6 +44,7 @@ import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import orjson
@@ -500,6 +501,27 @@ def drop_notice(stream_format: str, error: Exception) -> bytes:
 # -- views -------------------------------------------------------------------
 
 
+def unsafe_path(path: str) -> str | None:
+    r"""Why a proxied path could reach above the upstream's base URL, or None.
+
+    Django hands the view a path decoded once; an upstream (or a gateway in
+    front of it) may decode again, so `%252e%252e` arrives there as `..`,
+    and some read `\` as `/`.  Refused: dot segments however often encoded,
+    backslashes, encoded separators, and control characters."""
+    decoded = path
+    for _ in range(4):  # enough for any nesting a server would undo
+        decoded, previous = unquote(decoded), decoded
+        if decoded == previous:
+            break
+    if "\\" in decoded or any(ord(c) < 0x20 or ord(c) == 0x7F for c in decoded):
+        return "no backslashes or control characters in proxied paths"
+    if decoded.count("/") != path.count("/"):
+        return "no encoded / in proxied paths"
+    if any(part in ("..", ".") for part in decoded.split("/")):
+        return "no . or .. in proxied paths, however encoded"
+    return None
+
+
 def _method_not_allowed() -> JsonResponse:
     response = JsonResponse(
         error_body("use POST for chat completions", "method_not_allowed"), status=405
@@ -558,8 +580,9 @@ async def _passthrough(response: httpx.Response, source_url: str) -> AsyncIterat
 async def proxy_other(request: HttpRequest, upstream: str, path: str) -> HttpResponse:
     """Any other `/proxy/<upstream>/v1/<path>` (models, embeddings...):
     forwarded and relayed, not recorded."""
-    if any(part in ("..", ".") for part in path.split("/")):
-        return JsonResponse(error_body("no . or .. in proxied paths", "invalid_path"), status=400)
+    why = unsafe_path(path)
+    if why:
+        return JsonResponse(error_body(why, "invalid_path"), status=400)
     try:
         out = prepare(request, upstream, path)
     except ProxyError as error:

@@ -32,10 +32,14 @@ from the frames, not the original bytes.
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -107,3 +111,34 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
     )
     broadcast.announce_sync(capture, "closed")  # best effort: at startup there are usually none
     return capture
+
+
+def watch_for_left_behind() -> threading.Thread:
+    """Close the stale live captures now and then every half stale time, in a
+    daemon thread of this server process.
+
+    Any server start (daphne however started: `make run`, the multi-process
+    recipe, a systemd unit) then closes what a dead predecessor left live,
+    once it has been idle for the stale time, and no cron job is needed.
+    Only stale captures: another process may be recording the rest."""
+
+    def watch() -> None:
+        while True:
+            try:
+                recover_interrupted()
+            except Exception:  # noqa: BLE001 - the database may be down for a moment
+                logger.warning("recovering live captures failed", exc_info=True)
+            finally:
+                connection.close()
+            time.sleep(max(stale_seconds() / 2, 0.25))
+
+    thread = threading.Thread(target=watch, name="recover-live", daemon=True)
+    thread.start()
+    return thread
+
+
+def started_by_daphne() -> bool:
+    """Is this process daphne's command line (`daphne ...`, `python -m daphne ...`)?"""
+    main = sys.modules.get("__main__")
+    path = Path(getattr(main, "__file__", "") or "")
+    return path.name == "daphne" or path.parent.name == "daphne"
