@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
-from django.urls import NoReverseMatch, reverse
-from django.views.decorators.csrf import csrf_exempt
 
 from inspector.assembly import AUTO, FORMATS, POLICIES, REFUSAL_CODES, STRICT, UnreadableInput
 from inspector.assembly.jsontext import dumps
+from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
 from inspector.lenses.compare import all_divergences
 from inspector.lenses.matrix import capture_lenses
 
 from . import models
 from .intake import TooLarge, max_upload_bytes, store_upload
+from .models import capture_path
 
 logger = logging.getLogger(__name__)
 
@@ -56,49 +55,6 @@ META_FIELDS = (
     "http_status",
     "interrupted",
 )
-
-
-class BadRequest(Exception):
-    """Answered as `{"error": message}` with `status`."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def json_response(value: Any, status: int = 200) -> HttpResponse:
-    return HttpResponse(dumps(value), status=status, content_type="application/json")
-
-
-def _error(message: str, status: int = 400) -> HttpResponse:
-    return json_response({"error": message}, status)
-
-
-def capture_path(slug: str) -> str:
-    """The capture page's path (the page route may not exist yet)."""
-    try:
-        return reverse("capture", args=[slug])
-    except NoReverseMatch:
-        return f"/c/{slug}/"
-
-
-def json_endpoint(*allowed: str) -> Callable:
-    def decorate(view: Callable) -> Callable:
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method not in allowed:
-                response = _error(f"method {request.method} not allowed", 405)
-                response["Allow"] = ", ".join(allowed)
-                return response
-            try:
-                return view(request, *args, **kwargs)
-            except BadRequest as error:
-                return _error(str(error), error.status)
-
-        wrapped.__name__ = view.__name__
-        wrapped.__doc__ = view.__doc__
-        return csrf_exempt(wrapped)
-
-    return decorate
 
 
 # -- upload ------------------------------------------------------------------
@@ -205,7 +161,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
     except Exception:
         # Nothing was stored (one transaction); say so in JSON, not a page.
         logger.exception("storing an upload failed")
-        return _error("storing the upload failed; nothing was stored", 500)
+        return json_error("storing the upload failed; nothing was stored", 500)
     refusals = _refusals(stored)
     entries = [
         {
@@ -257,7 +213,7 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
         raise BadRequest(f"unknown policy {policy!r}: use {' or '.join(POLICIES)}")
     capture = models.Capture.objects.only(*META_FIELDS).filter(slug=slug).first()
     if capture is None:
-        return _error(f"no capture {slug!r}", 404)
+        return json_error(f"no capture {slug!r}", 404)
     result = (
         models.Assembly.objects.filter(capture=capture, policy=policy)
         .values_list("result_json", flat=True)
@@ -283,7 +239,7 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
         .first()
     )
     if capture is None:
-        return _error(f"no capture {slug!r}", 404)
+        return json_error(f"no capture {slug!r}", 404)
     try:
         strict, results = capture_lenses(capture)
     except UnreadableInput as error:

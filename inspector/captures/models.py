@@ -14,6 +14,11 @@ from django.db import models
 from django.urls import reverse
 
 
+def capture_path(slug: str) -> str:
+    """The capture page's path, for a slug known without its row."""
+    return reverse("capture", args=[slug])
+
+
 def new_slug() -> str:
     """128 random bits, URL-safe: the capture's unguessable link."""
     return secrets.token_urlsafe(16)
@@ -85,7 +90,7 @@ class Capture(models.Model):
         return self.title or self.slug
 
     def get_absolute_url(self) -> str:
-        return reverse("capture", args=[self.slug])
+        return capture_path(self.slug)
 
     @property
     def policies_disagree(self) -> bool:

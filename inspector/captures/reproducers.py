@@ -41,10 +41,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from inspector.assembly import POLICIES, STRICT, UnreadableInput
+from inspector.captures.minimizing import capture_lens_target, export_files, minimize_capture
 from inspector.lenses.matrix import lens_matrix
 from inspector.minimize import NothingToMinimize
 from inspector.minimize.lens import LensChoiceError, check_lens_name
-from inspector.minimize.store import capture_lens_target, export_files, minimize_capture
 
 from . import presenters as p
 from .models import Capture

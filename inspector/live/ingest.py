@@ -28,8 +28,9 @@ from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import JSONL, SSE
 from inspector.captures import models
-from inspector.captures.api import BadRequest, capture_path, json_endpoint, json_response
 from inspector.captures.intake import max_upload_bytes
+from inspector.captures.models import capture_path
+from inspector.http_json import BadRequest, json_endpoint, json_response
 
 from .broadcast import announce_sync
 from .session import LiveCapture, capture_group
