@@ -16,20 +16,20 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
-from inspector.assembly import AUTO, FORMATS, POLICIES, REFUSAL_CODES, STRICT, UnreadableInput
+from inspector.assembly import AUTO, POLICIES, STRICT, UnreadableInput
 from inspector.assembly.jsontext import dumps
 from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
 from inspector.lenses.compare import all_divergences
 from inspector.lenses.matrix import capture_lenses
 
 from . import models
-from .intake import TooLarge, max_upload_bytes, store_upload
+from .forms import ApiUploadForm, CaptureFilterForm, first_error
+from .intake import store_upload
 from .models import capture_path
+from .uploads import TooLarge, check_declared_size, declared_size, read_capped
 
 logger = logging.getLogger(__name__)
 
-# Room for the multipart boundaries and small form fields around the file.
-MULTIPART_SLACK = 64 * 1024
 PER_PAGE = 50
 MAX_PER_PAGE = 200
 
@@ -68,52 +68,30 @@ def captures(request: HttpRequest) -> HttpResponse:
     return _list(request)
 
 
-def _too_large(size: int | str, limit: int) -> BadRequest:
-    return BadRequest(f"the upload is {size} bytes; the limit is {limit}", 413)
-
-
-def _content_length(request: HttpRequest) -> int | None:
+def _upload_form(request: HttpRequest) -> ApiUploadForm:
+    """The upload form filled from the request: the body, or a multipart
+    body's field `file`; `format` and `title` from the query string or the
+    multipart fields.  Raises TooLarge or BadRequest."""
+    check_declared_size(request)
     try:
-        value = int(request.META.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None
-    return value if value >= 0 else None
-
-
-def _read_upload(request: HttpRequest) -> tuple[bytes, str | None, dict[str, str]]:
-    """(the bytes, the file name if any, the form fields); raises BadRequest."""
-    limit = max_upload_bytes()
-    length = _content_length(request)
-    multipart = request.content_type == "multipart/form-data"
-    if length is not None and length > limit + (MULTIPART_SLACK if multipart else 0):
-        raise _too_large(length, limit)
-    if not multipart:
-        try:
-            data = request.read(limit + 1)
-        except RequestDataTooBig:
-            raise _too_large("over" if length is None else length, limit) from None
-        if len(data) > limit:
-            raise _too_large(f"over {limit}", limit)
-        return data, None, {}
-    try:
-        files, form = request.FILES, request.POST
+        if request.content_type != "multipart/form-data":
+            return ApiUploadForm(_options(request, {}), body=read_capped(request.read))
+        files, fields = request.FILES, request.POST
     except RequestDataTooBig:
-        raise _too_large("over" if length is None else length, limit) from None
+        raise TooLarge(declared_size(request)) from None
     except (MultiPartParserError, SuspiciousOperation) as error:
         raise BadRequest(f"the multipart body can't be read: {error}") from None
-    upload = files.get("file")
-    if upload is None:
-        raise BadRequest("no file: send the multipart field 'file', or the stream as the body")
-    if upload.size is not None and upload.size > limit:
-        raise _too_large(upload.size, limit)
-    data = upload.read(limit + 1)
-    if len(data) > limit:
-        raise _too_large(f"over {limit}", limit)
-    return data, upload.name or None, {key: form.get(key, "") for key in ("format", "title")}
+    return ApiUploadForm(_options(request, fields), files)
 
 
-def _param(request: HttpRequest, form: dict[str, str], key: str) -> str:
-    return (request.GET.get(key) or form.get(key) or "").strip()
+def _options(request: HttpRequest, fields: Any) -> dict[str, str]:
+    """`format` (lower case, auto when not given) and `title`, the query
+    string first."""
+    value = {
+        key: (request.GET.get(key) or fields.get(key) or "").strip() for key in ("format", "title")
+    }
+    value["format"] = value["format"].lower() or AUTO
+    return value
 
 
 def _refusals(captures: list[models.Capture]) -> dict[int, dict[str, Any] | None]:
@@ -145,19 +123,20 @@ def _refusals(captures: list[models.Capture]) -> dict[int, dict[str, Any] | None
 
 
 def _upload(request: HttpRequest) -> HttpResponse:
-    data, name, form = _read_upload(request)
-    if not data:
-        raise BadRequest("the upload is empty: send the stream as the body or as the field 'file'")
-    fmt = _param(request, form, "format").lower() or AUTO
-    if fmt not in (AUTO, *FORMATS):
-        raise BadRequest(f"unknown format {fmt!r}: use {', '.join((AUTO, *FORMATS))}")
-    title = _param(request, form, "title")
     try:
-        stored = store_upload(data, name=name, fmt=fmt, title=title)
+        form = _upload_form(request)
+        if not form.is_valid():
+            raise BadRequest(first_error(form), 413 if form.too_large() else 400)
+        data, name = form.payload()
+        stored = store_upload(
+            data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
+        )
     except TooLarge as error:
         raise BadRequest(str(error), 413) from None
     except UnreadableInput as error:
         raise BadRequest(str(error)) from None
+    except BadRequest:
+        raise
     except Exception:
         # Nothing was stored (one transaction); say so in JSON, not a page.
         logger.exception("storing an upload failed")
@@ -287,26 +266,12 @@ def _page_rows(
 
 
 def _list(request: HttpRequest) -> HttpResponse:
-    """Captures, newest first, paged; filters outcome, code, model, group, q."""
-    rows = models.Capture.objects.only(*META_FIELDS)
-    outcome = request.GET.get("outcome")
-    if outcome:
-        if outcome not in models.Capture.Outcome.values:
-            choices = ", ".join(models.Capture.Outcome.values)
-            raise BadRequest(f"unknown outcome {outcome!r}: use {choices}")
-        rows = rows.filter(outcome=outcome)
-    code = request.GET.get("code")
-    if code:
-        if code not in REFUSAL_CODES:
-            raise BadRequest(f"unknown refusal code {code!r}: use {', '.join(REFUSAL_CODES)}")
-        rows = rows.filter(refusal_code=code)
-    for key in ("model", "group"):
-        value = request.GET.get(key)
-        if value:
-            rows = rows.filter(**{key: value})
-    query = request.GET.get("q")
-    if query:
-        rows = rows.filter(title__icontains=query)
+    """Captures, newest first, paged; filtered as the list page filters
+    (`CaptureFilterForm`: outcome, code, model, group, q)."""
+    filters = CaptureFilterForm(request.GET)
+    if not filters.is_valid():
+        raise BadRequest(first_error(filters))
+    rows = filters.filter(models.Capture.objects.only(*META_FIELDS))
     page = _positive_int(request, "page", 1)
     per_page = min(_positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
     count = rows.count()

@@ -26,9 +26,10 @@ from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
 from . import presenters as p
 from . import reproducers
-from .forms import TOO_LARGE, CaptureFilterForm, UploadForm
-from .intake import TooLarge, max_upload_bytes, store_upload
+from .forms import CaptureFilterForm, UploadForm
+from .intake import store_upload
 from .models import Assembly, Capture
+from .uploads import TooLarge, declared_size
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,10 @@ def upload(request):
     except RequestDataTooBig:
         form = UploadForm()
         form.cleaned_data = {}  # an unbound form has none, and add_error needs it
-        form.add_error(None, _too_big_message(request))
+        form.add_error(None, _sentence(str(TooLarge(declared_size(request)))))
         return _upload_refused(request, form, too_large=True)
     if not valid:
-        return _upload_refused(request, form, too_large=form.has_error("file", TOO_LARGE))
+        return _upload_refused(request, form, too_large=form.too_large())
     data, name = form.payload()
     try:
         captures = store_upload(
@@ -119,14 +120,9 @@ def _upload_refused(request, form: UploadForm, *, too_large: bool = False) -> Ht
     return render(request, "inspector/upload.html", {"form": form}, status=status)
 
 
-def _too_big_message(request) -> str:
-    """Django refused the body before the form saw it; say how large it was
-    when the request tells."""
-    limit = max_upload_bytes()
-    length = request.META.get("CONTENT_LENGTH") or ""
-    if length.isdigit():
-        return f"The upload is {length} bytes; the limit is {limit}."
-    return f"The upload is larger than this server accepts; the limit is {limit} bytes."
+def _sentence(text: str) -> str:
+    """A message as the page says it: capitalised, with a full stop."""
+    return text[:1].upper() + text[1:] + "."
 
 
 @require_GET

@@ -28,8 +28,8 @@ from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import JSONL, SSE
 from inspector.captures import models
-from inspector.captures.intake import max_upload_bytes
 from inspector.captures.models import capture_path
+from inspector.captures.uploads import TooLarge, read_capped
 from inspector.http_json import BadRequest, json_endpoint, json_response
 
 from .broadcast import announce_sync
@@ -127,9 +127,10 @@ def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
     _touch(slug)
     close_abandoned()
     live = _live(slug)
-    data = request.read(max_upload_bytes() + 1)
-    if len(data) > max_upload_bytes():
-        raise BadRequest("one append is limited like an upload", 413)
+    try:
+        data = read_capped(request.read)
+    except TooLarge as error:
+        raise BadRequest(f"one append is limited like an upload: {error}", 413) from None
     batch = live.append(data)
     if batch is not None:
         async_to_sync(get_channel_layer().group_send)(capture_group(slug), batch)

@@ -102,6 +102,7 @@ def test_list_filters_by_outcome_refusal_model_and_title(client):
     assert titles() == {"parallel calls", "ambiguous one", "renamed call", "chat"}
     assert titles(outcome="ok") == {"parallel calls", "chat"}
     assert titles(outcome="refused", refusal="IDENTITY_CONFLICT") == {"renamed call"}
+    assert titles(outcome="refused", code="IDENTITY_CONFLICT") == {"renamed call"}
     assert titles(model="gpt-test") == {"chat"}
     assert titles(q="CALL") == {"parallel calls", "renamed call"}
     assert titles(outcome="refused", q="parallel") == set()
