@@ -26,36 +26,13 @@ from . import models
 from .forms import ApiUploadForm, CaptureFilterForm, first_error
 from .intake import store_upload
 from .models import capture_path
+from .records import RefusalRecord, StoredRecord, refusal_record
 from .uploads import TooLarge, check_declared_size, declared_size, read_capped
 
 logger = logging.getLogger(__name__)
 
 PER_PAGE = 50
 MAX_PER_PAGE = 200
-
-# The columns a list or detail answer reads: never `raw`.
-META_FIELDS = (
-    "id",
-    "slug",
-    "title",
-    "source",
-    "input_format",
-    "stream_format",
-    "model",
-    "provider",
-    "created",
-    "byte_size",
-    "frame_count",
-    "outcome",
-    "refusal_code",
-    "lenient_outcome",
-    "group",
-    "har_entry",
-    "started_at",
-    "http_status",
-    "interrupted",
-)
-
 
 # -- upload ------------------------------------------------------------------
 
@@ -94,32 +71,12 @@ def _options(request: HttpRequest, fields: Any) -> dict[str, str]:
     return value
 
 
-def _refusals(captures: list[models.Capture]) -> dict[int, dict[str, Any] | None]:
-    """Each capture's strict refusal object, as the result writes it."""
+def _refusals(captures: list[models.Capture]) -> dict[int, RefusalRecord | None]:
+    """Each capture's strict refusal record, one query."""
     rows = models.Assembly.objects.filter(capture__in=captures, policy=STRICT).only(
-        "capture_id",
-        "refusal_code",
-        "refusal_message",
-        "refusal_frame",
-        "refusal_call",
-        "refusal_choice",
-        "refusal_retryable",
+        "capture_id", *models.Assembly.REFUSAL_FIELDS
     )
-    out: dict[int, dict[str, Any] | None] = {}
-    for row in rows:
-        out[row.capture_id] = (
-            {
-                "code": row.refusal_code,
-                "message": row.refusal_message,
-                "frame": row.refusal_frame,
-                "call": row.refusal_call,
-                "choice": row.refusal_choice,
-                "retryable": row.refusal_retryable,
-            }
-            if row.refusal_code
-            else None
-        )
-    return out
+    return {row.capture_id: row.refusal_record() for row in rows}
 
 
 def _upload(request: HttpRequest) -> HttpResponse:
@@ -143,12 +100,12 @@ def _upload(request: HttpRequest) -> HttpResponse:
         return json_error("storing the upload failed; nothing was stored", 500)
     refusals = _refusals(stored)
     entries = [
-        {
-            "slug": capture.slug,
-            "url": request.build_absolute_uri(capture_path(capture.slug)),
-            "outcome": capture.outcome,
-            "refusal": refusals.get(capture.pk),
-        }
+        StoredRecord(
+            slug=capture.slug,
+            url=request.build_absolute_uri(capture_path(capture.slug)),
+            outcome=capture.outcome,
+            refusal=refusals.get(capture.pk),
+        )
         for capture in stored
     ]
     body = dict(entries[0])
@@ -160,29 +117,6 @@ def _upload(request: HttpRequest) -> HttpResponse:
 # -- reading -----------------------------------------------------------------
 
 
-def _meta(capture: models.Capture) -> dict[str, Any]:
-    return {
-        "slug": capture.slug,
-        "title": capture.title,
-        "source": capture.source,
-        "input_format": capture.input_format,
-        "stream_format": capture.stream_format,
-        "model": capture.model,
-        "provider": capture.provider,
-        "created": capture.created.isoformat(),
-        "byte_size": capture.byte_size,
-        "frame_count": capture.frame_count,
-        "outcome": capture.outcome,
-        "refusal_code": capture.refusal_code,
-        "lenient_outcome": capture.lenient_outcome,
-        "group": capture.group,
-        "har_entry": capture.har_entry,
-        "started_at": capture.started_at.isoformat() if capture.started_at else None,
-        "http_status": capture.http_status,
-        "interrupted": capture.interrupted,
-    }
-
-
 @json_endpoint("GET")
 def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -> HttpResponse:
     """The capture's metadata and, under "result", the stored result JSON of
@@ -190,7 +124,7 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
     policy = policy or request.GET.get("policy") or STRICT
     if policy not in POLICIES:
         raise BadRequest(f"unknown policy {policy!r}: use {' or '.join(POLICIES)}")
-    capture = models.Capture.objects.only(*META_FIELDS).filter(slug=slug).first()
+    capture = models.Capture.objects.only(*models.Capture.SUMMARY_FIELDS).filter(slug=slug).first()
     if capture is None:
         return json_error(f"no capture {slug!r}", 404)
     result = (
@@ -198,9 +132,7 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
         .values_list("result_json", flat=True)
         .first()
     )
-    meta = _meta(capture)
-    meta["policy"] = policy
-    head = dumps(meta)
+    head = dumps({**capture.summary(), "policy": policy})
     # Splice the stored text in as it is: the same bytes `assemble` prints.
     # A capture still being recorded has no assembly yet: null.
     body = head[:-1] + b',"result":' + (result.encode() if result else b"null") + b"}"
@@ -228,7 +160,7 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
             "slug": capture.slug,
             "strict": {
                 "outcome": strict.outcome,
-                "refusal": strict.refusal.to_dict() if strict.refusal else None,
+                "refusal": refusal_record(strict.refusal),
             },
             "lenses": {name: result.to_dict() for name, result in results.items()},
             "divergences": all_divergences(results, strict),
@@ -271,7 +203,7 @@ def _list(request: HttpRequest) -> HttpResponse:
     filters = CaptureFilterForm(request.GET)
     if not filters.is_valid():
         raise BadRequest(first_error(filters))
-    rows = filters.filter(models.Capture.objects.only(*META_FIELDS))
+    rows = filters.filter(models.Capture.objects.only(*models.Capture.SUMMARY_FIELDS))
     page = _positive_int(request, "page", 1)
     per_page = min(_positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
     count = rows.count()
@@ -282,6 +214,6 @@ def _list(request: HttpRequest) -> HttpResponse:
             "page": page,
             "pages": max(1, math.ceil(count / per_page)),
             "per_page": per_page,
-            "results": [_meta(capture) for capture in found],
+            "results": [capture.summary() for capture in found],
         }
     )

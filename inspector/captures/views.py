@@ -28,26 +28,12 @@ from . import presenters as p
 from . import reproducers
 from .forms import CaptureFilterForm, UploadForm
 from .intake import store_upload
-from .models import Assembly, Capture
+from .models import Assembly, Capture, verdicts_differ, with_lenient_code
 from .uploads import TooLarge, declared_size
 
 log = logging.getLogger(__name__)
 
 CAPTURES_PER_PAGE = 50
-LIST_FIELDS = (
-    "slug",
-    "title",
-    "created",
-    "model",
-    "outcome",
-    "refusal_code",
-    "lenient_outcome",
-    "frame_count",
-    "byte_size",
-    "input_format",
-    "group",
-    "interrupted",
-)
 
 
 @require_GET
@@ -59,7 +45,7 @@ def capture_list(request):
     valid = filters.is_valid()
     page = None
     if valid:
-        captures = filters.filter(Capture.objects.only(*LIST_FIELDS))
+        captures = filters.filter(with_lenient_code(Capture.objects.only(*Capture.SUMMARY_FIELDS)))
         page = Paginator(captures, CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
     kept = {k: v for k, v in request.GET.items() if k != "page" and v}
     models = (
@@ -313,7 +299,9 @@ def _refusal_link(capture, strict) -> str:
 def _policies_disagree(strict, lenient) -> bool:
     if strict is None or lenient is None:
         return False
-    return lenient.outcome != strict.outcome or lenient.refusal_code != strict.refusal_code
+    return verdicts_differ(
+        (strict.outcome, strict.refusal_code), (lenient.outcome, lenient.refusal_code)
+    )
 
 
 @require_GET
