@@ -52,12 +52,10 @@ MAX_COMPLEXITY = 20  # radon's grade C ends at 20
 TO_SPLIT: set[str] = {
     "inspector.captures.comparison:call_pairs",  # complexity 24
     "inspector.captures.comparison:compare_page",  # complexity 27
-    "inspector.captures.reproducers:lens_table",  # complexity 33
     "inspector.captures.views:_render_capture",  # complexity 23
     "inspector.lenses.langchain:parse_partial_json",  # complexity 24
     "inspector.lenses.langchain:run",  # complexity 21
     "inspector.lenses.litellm:run",  # complexity 22
-    "inspector.lenses.matrix:matrix",  # complexity 28
     "inspector.minimize.ddmin:ddmin",  # 67 lines
     "inspector.minimize.lens:labels",  # complexity 23
     "inspector.minimize.stream:minimize",  # 83 lines

@@ -42,6 +42,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from inspector.assembly import POLICIES, STRICT, UnreadableInput
 from inspector.captures.minimizing import capture_lens_target, export_files, minimize_capture
+from inspector.lenses.compare import Divergence
 from inspector.lenses.matrix import lens_matrix
 from inspector.minimize import NothingToMinimize
 from inspector.minimize.lens import LensChoiceError, check_lens_name
@@ -81,8 +82,8 @@ class LensCell:
     parse_error: str = ""
     snapshot: bool = False
     diverges: bool = False
-    message: str = ""
     refs: list[int] = field(default_factory=list)  # numbers of its divergence sentences
+    messages: list[str] = field(default_factory=list)  # those sentences (its title)
 
 
 @dataclass
@@ -107,8 +108,8 @@ class LensColumn:
     calls_from: str | None
     gates_on_parse: bool
     diverges: bool
-    message: str
     refs: list[int] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -122,105 +123,87 @@ class Sentence:
     message: str
 
 
-def _refs(message: str | None, entries: list[tuple[int, dict[str, Any]]]) -> list[int]:
-    """The numbers of the sentences a cell's message joins.  `lens_matrix`
-    joins a cell's divergences with "; " in their order; a sentence may
-    itself hold "; ", so the message is consumed one whole sentence at a time."""
-    refs: list[int] = []
-    rest = message or ""
-    for number, entry in entries:
-        text = entry["message"]
-        if rest == text or rest.startswith(text + "; "):
-            refs.append(number)
-            rest = rest[len(text) + 2 :]
-            if not rest:
-                break
-    return refs
-
-
 def _row_anchor(key: str) -> str:
     return "lens-row-" + re.sub(r"[^A-Za-z0-9_-]", "_", key)
 
 
-def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, Any]:
-    """The matrix as the template shows it: one page of rows, each cell cut
-    short; every divergence a numbered sentence, each diverging cell naming
-    the numbers of its sentences."""
-    numbered = list(enumerate(matrix["divergences"], start=1))
-    by_lens: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for number, entry in numbered:
-        by_lens.setdefault(entry["lens"], []).append((number, entry))
-    rows_all = matrix["rows"]
+def _refs(cell: dict[str, Any]) -> list[int]:
+    """The sentence numbers (1-based) of the divergences a cell or column shows."""
+    return [number + 1 for number in cell.get("divergences") or []]
 
-    columns = []
-    for column in matrix["columns"]:
-        error = column.get("error") or ""
-        library, version = column.get("library") or "", column.get("version") or ""
-        named = f"{library} {version}" if version and len(version) <= 12 else library
-        whole = [
-            (n, e)
-            for n, e in by_lens.get(column["key"], [])
-            if e["call"] is None and e["lens_call"] is None
-        ]
-        columns.append(
-            LensColumn(
-                key=column["key"],
-                title=column["title"],
-                library=library,
-                library_short=cut(named, 40),
-                version=version,
-                available=column["available"],
-                error=cut(error, HEADER_TEXT),
-                error_cut=len(error) > HEADER_TEXT,
-                notes=[cut(note, HEADER_TEXT) for note in column.get("notes") or []],
-                calls_from=column.get("calls_from"),
-                gates_on_parse=bool(column.get("gates_on_parse")),
-                diverges=column["diverges"],
-                message=column.get("message") or "",
-                refs=_refs(column.get("message"), whole),
-            )
-        )
-    available = {column.key: column.available for column in columns}
 
-    rows = []
-    for row in rows_all[page.start : page.stop]:
-        cells = []
-        for column in columns:
-            cell = row["cells"].get(column.key) or {"present": False}
-            shown = LensCell(
-                key=column.key, available=available[column.key], present=cell["present"]
-            )
-            if cell["present"]:
-                arguments = cell.get("arguments_text")
-                shown.id = None if cell.get("id") is None else cut(cell["id"], CELL_TEXT)
-                shown.name = None if cell.get("name") is None else cut(cell["name"], CELL_TEXT)
-                shown.arguments = None if arguments is None else cut(arguments, CELL_ARGUMENTS)
-                shown.arguments_length = len(arguments or "")
-                shown.parsed = bool(cell.get("parsed"))
-                shown.parse_error = cut(cell.get("parse_error") or "", HEADER_TEXT)
-                shown.snapshot = bool(cell.get("snapshot"))
-            if cell.get("diverges"):
-                shown.diverges = True
-                shown.message = cell.get("message") or ""
-                shown.refs = _refs(shown.message, by_lens.get(column.key, []))
-            cells.append(shown)
-        rows.append(
-            LensRow(
-                label=cut(row["label"], CELL_TEXT),
-                anchor=_row_anchor(row["key"]),
-                strict_position=row["strict_position"],
-                cells=cells,
-            )
-        )
+def _messages(cell: dict[str, Any], divergences: list[Divergence]) -> list[str]:
+    return [divergences[number]["message"] for number in cell.get("divergences") or []]
 
+
+def _lens_column(column: dict[str, Any], divergences: list[Divergence]) -> LensColumn:
+    error = column.get("error") or ""
+    library, version = column.get("library") or "", column.get("version") or ""
+    named = f"{library} {version}" if version and len(version) <= 12 else library
+    return LensColumn(
+        key=column["key"],
+        title=column["title"],
+        library=library,
+        library_short=cut(named, 40),
+        version=version,
+        available=column["available"],
+        error=cut(error, HEADER_TEXT),
+        error_cut=len(error) > HEADER_TEXT,
+        notes=[cut(note, HEADER_TEXT) for note in column.get("notes") or []],
+        calls_from=column.get("calls_from"),
+        gates_on_parse=bool(column.get("gates_on_parse")),
+        diverges=column["diverges"],
+        refs=_refs(column),
+        messages=_messages(column, divergences),
+    )
+
+
+def _lens_cell(column: LensColumn, cell: dict[str, Any], divergences: list[Divergence]) -> LensCell:
+    shown = LensCell(key=column.key, available=column.available, present=cell["present"])
+    if cell["present"]:
+        arguments = cell.get("arguments_text")
+        shown.id = None if cell.get("id") is None else cut(cell["id"], CELL_TEXT)
+        shown.name = None if cell.get("name") is None else cut(cell["name"], CELL_TEXT)
+        shown.arguments = None if arguments is None else cut(arguments, CELL_ARGUMENTS)
+        shown.arguments_length = len(arguments or "")
+        shown.parsed = bool(cell.get("parsed"))
+        shown.parse_error = cut(cell.get("parse_error") or "", HEADER_TEXT)
+        shown.snapshot = bool(cell.get("snapshot"))
+    shown.diverges = bool(cell.get("diverges"))
+    shown.refs = _refs(cell)
+    shown.messages = _messages(cell, divergences)
+    return shown
+
+
+def _lens_row(
+    row: dict[str, Any], columns: list[LensColumn], divergences: list[Divergence]
+) -> LensRow:
+    absent = {"present": False}
+    return LensRow(
+        label=cut(row["label"], CELL_TEXT),
+        anchor=_row_anchor(row["key"]),
+        strict_position=row["strict_position"],
+        cells=[
+            _lens_cell(column, row["cells"].get(column.key) or absent, divergences)
+            for column in columns
+        ],
+    )
+
+
+def _sentences(
+    matrix: dict[str, Any], columns: list[LensColumn], page: p.Pager, base: str
+) -> list[Sentence]:
+    """The first DIVERGENCES_SHOWN divergences, numbered from 1, each linking
+    the row of its call (on this page or another)."""
     titles = {column.key: column.title for column in columns}
+    rows_all = matrix["rows"]
     labels = {
         row["strict_position"]: (at, row)
         for at, row in enumerate(rows_all)
         if row["strict_position"] is not None
     }
     sentences = []
-    for number, entry in numbered[:DIVERGENCES_SHOWN]:
+    for number, entry in enumerate(matrix["divergences"][:DIVERGENCES_SHOWN], start=1):
         at, row = labels.get(entry["call"], (None, None))
         href = ""
         if row is not None:
@@ -238,27 +221,37 @@ def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, An
                 message=entry["message"],
             )
         )
+    return sentences
+
+
+def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, Any]:
+    """The matrix as the template shows it: one page of rows, each cell cut
+    short; every divergence a numbered sentence, each diverging cell naming
+    the numbers of its sentences (carried as numbers from the matrix)."""
+    divergences = matrix["divergences"]
+    columns = [_lens_column(column, divergences) for column in matrix["columns"]]
+    rows_all = matrix["rows"]
+    total = len(divergences)
     return {
         "columns": columns,
-        "minimizable": minimizable(columns, by_lens),
-        "rows": rows,
-        "sentences": sentences,
-        "divergence_count": len(numbered),
-        "divergences_hidden": max(0, len(numbered) - DIVERGENCES_SHOWN),
+        "minimizable": minimizable(columns, divergences),
+        "rows": [_lens_row(row, columns, divergences) for row in rows_all[page.start : page.stop]],
+        "sentences": _sentences(matrix, columns, page, base),
+        "divergence_count": total,
+        "divergences_hidden": max(0, total - DIVERGENCES_SHOWN),
         "strict": matrix["strict"],
         "row_total": len(rows_all),
     }
 
 
-def minimizable(
-    columns: list[LensColumn], by_lens: dict[str, list[tuple[int, dict[str, Any]]]]
-) -> list[LensColumn]:
+def minimizable(columns: list[LensColumn], divergences: list[Divergence]) -> list[LensColumn]:
     """The lens columns a "minimize keeping this divergence" form is offered
     for: available lenses that part from strict here (what `lens_target` keeps)."""
+    diverging = {entry["lens"] for entry in divergences}
     return [
         column
         for column in columns
-        if column.key != "strict" and column.available and by_lens.get(column.key)
+        if column.key != "strict" and column.available and column.key in diverging
     ]
 
 

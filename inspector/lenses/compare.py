@@ -27,9 +27,10 @@ Pure Python: nothing here imports Django.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
-from .base import TITLES, LensCall, LensResult
+from . import title
+from .base import LensCall, LensResult
 
 KINDS = (
     "error",
@@ -43,8 +44,15 @@ KINDS = (
 )
 
 
-def title(lens: str) -> str:
-    return TITLES.get(lens, lens)
+class Divergence(TypedDict):
+    """One way a lens parts from the assembler: carried as it is from here to
+    the page (never joined into text and parsed back)."""
+
+    lens: str
+    call: int | None  # position in the assembler's calls; None: about no one call of it
+    lens_call: int | None  # position in the lens's calls
+    kind: str  # one of KINDS
+    message: str
 
 
 def strict_document(strict: Any) -> dict[str, Any]:
@@ -125,11 +133,11 @@ def _raises(lens: LensResult) -> str:
 
 def _entry(
     lens: str, call: int | None, lens_call: int | None, kind: str, message: str
-) -> dict[str, Any]:
-    return {"lens": lens, "call": call, "lens_call": lens_call, "kind": kind, "message": message}
+) -> Divergence:
+    return Divergence(lens=lens, call=call, lens_call=lens_call, kind=kind, message=message)
 
 
-def divergences(lens: LensResult, strict: Any) -> list[dict[str, Any]]:
+def divergences(lens: LensResult, strict: Any) -> list[Divergence]:
     """Every way `lens` parts from the assembler's result `strict`."""
     if not lens.available:
         return []
@@ -138,7 +146,7 @@ def divergences(lens: LensResult, strict: Any) -> list[dict[str, Any]]:
     strict_calls: list[dict[str, Any]] = document.get("calls") or []
     refusal = document.get("refusal")
     who = title(lens.lens)
-    out: list[dict[str, Any]] = []
+    out: list[Divergence] = []
     delivered = lens.delivered_calls
     pairs = match_calls(strict_calls, lens.calls)
 
@@ -195,8 +203,8 @@ def _pair(
     strict_pos: int,
     call: LensCall,
     lens_pos: int,
-) -> list[dict[str, Any]]:
-    out = []
+) -> list[Divergence]:
+    out: list[Divergence] = []
     label = _call_label(held, strict_pos)
     if call.id != held.get("id"):
         message = (
@@ -233,10 +241,10 @@ def _pair(
     return out
 
 
-def all_divergences(results: dict[str, LensResult], strict: Any) -> list[dict[str, Any]]:
+def all_divergences(results: dict[str, LensResult], strict: Any) -> list[Divergence]:
     """The divergences of every lens, lens by lens."""
     document = strict_document(strict)
-    out: list[dict[str, Any]] = []
+    out: list[Divergence] = []
     for result in results.values():
         out.extend(divergences(result, document))
     return out
