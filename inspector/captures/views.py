@@ -25,10 +25,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
 from . import presenters as p
-from . import reproducers
 from .forms import CaptureFilterForm, UploadForm
 from .intake import store_upload
 from .models import Assembly, Capture, verdicts_differ, with_lenient_code
+from .pages import export as export_page
+from .pages import lenses as lenses_page
 from .uploads import TooLarge, declared_size
 
 log = logging.getLogger(__name__)
@@ -218,9 +219,9 @@ def _reproducer_context(capture, disagree) -> dict:
         "derivation": derivation,
         "derivatives": derivatives,
         "more_derivatives": max(0, capture.derivative_count - len(derivatives)),
-        "export": reproducers.export_links(capture) if finished else None,
+        "export": export_page.export_links(capture) if finished else None,
         "lenses_url": reverse("capture-lenses", args=[capture.slug]) if finished else "",
-        "lenses_autoload": finished and capture.byte_size <= reproducers.LENS_AUTOLOAD_BYTES,
+        "lenses_autoload": finished and capture.byte_size <= lenses_page.LENS_AUTOLOAD_BYTES,
         "can_minimize": capture.outcome == Capture.Outcome.REFUSED,
         "minimize_seconds": f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}",
         "compare_pairs": pairs,

@@ -30,8 +30,8 @@ from django.views.decorators.http import require_GET
 
 from inspector.assembly import POLICIES, STRICT
 
-from . import presenters as p
-from .models import Assembly, Call, Capture, Frame
+from .. import presenters as p
+from ..models import Assembly, Call, Capture, Frame
 
 FRAMES_PER_PAGE = 100
 CALLS_SHOWN = 200  # calls of each side read and aligned

@@ -1,54 +1,36 @@
-"""Pages of lenses and reproducers: what client libraries would have done
-with a capture (the lens matrix), the minimizer's button, and the export of
-any capture as a regression test.
+"""The lens matrix page: what client libraries would have done with a
+capture (`/c/<slug>/lenses/`).
 
-The lens matrix re-reads `Capture.raw` and runs every lens, so the capture
-page never computes it: it links to `/c/<slug>/lenses/` (a page of its own,
-which works without JavaScript) and static/inspector/reproducers.js loads
-that page's `?partial=1` fragment into place.
-
-The minimizer runs while its POST waits, in a worker thread of its own (the
-view is async and hands the work to `sync_to_async(thread_sensitive=False)`),
-so the one thread daphne runs every sync view on keeps serving pages.  It is
-bounded by INSPECTOR_MINIMIZE_SECONDS; reproducers.js shows the time spent
-against that budget while the browser waits, then the POST redirects to the
-new capture.
+The matrix re-reads `Capture.raw` and runs every lens, so the capture page
+never computes it: it links here (a page of its own, which works without
+JavaScript) and static/inspector/reproducers.js loads this page's
+`?partial=1` fragment into place.
 
 The matrix also offers, for each lens that parts from strict, a plain form
-posting `lens=NAME` to the same route: the minimizer then keeps that lens's
-divergence (`inspector/minimize/lens.py`) instead of the refusal, on ok
-captures too.
+posting `lens=NAME` to the minimizer (`pages/minimize.py`): it then keeps that
+lens's divergence (`inspector/minimize/lens.py`) instead of the refusal.
 
 Stream content is untrusted: templates autoescape everything shown here.
 """
 
 from __future__ import annotations
 
-import io
 import re
-import time
-import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib import messages
-from django.db import connections
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
-from inspector.assembly import POLICIES, STRICT, UnreadableInput
-from inspector.captures.minimizing import capture_lens_target, export_files, minimize_capture
+from inspector.assembly import UnreadableInput
 from inspector.lenses.compare import Divergence
 from inspector.lenses.matrix import lens_matrix
-from inspector.minimize import NothingToMinimize
-from inspector.minimize.lens import LensChoiceError, check_lens_name
 
-from . import presenters as p
-from .models import Capture
+from .. import presenters as p
+from ..models import Capture
 
 LENS_ROWS = 50  # calls (rows of the matrix) per page
 DIVERGENCES_SHOWN = 200  # divergence sentences listed
@@ -287,172 +269,3 @@ def lens_page(request, slug):
         "next": f"{base}?page={pager.next}#lens-matrix" if pager.has_next else "",
     }
     return render(request, template, context)
-
-
-# --- the minimizer -----------------------------------------------------------------------
-
-
-def _minimize_in_worker(capture: Capture, seconds: float, lens: str | None = None) -> Capture:
-    """Runs in a worker thread: the search (keeping the strict refusal, or
-    the divergence of `lens`), then storing its result.  The thread's own
-    database connection is closed when done."""
-    try:
-        if lens is None:
-            return minimize_capture(capture, seconds=seconds)
-        target = capture_lens_target(capture, lens)
-        return minimize_capture(capture, seconds=seconds, target=target, keeps=target.description)
-    finally:
-        connections.close_all()
-
-
-def _capture_to_minimize(slug: str) -> Capture:
-    try:
-        return Capture.objects.only(
-            "id",
-            "slug",
-            "title",
-            "source",
-            "raw",
-            "stream_format",
-            "outcome",
-            "refusal_code",
-            "request_json",
-        ).get(slug=slug)
-    except Capture.DoesNotExist:
-        raise Http404("no such capture") from None
-
-
-def _bad_request(message: str) -> HttpResponseBadRequest:
-    return HttpResponseBadRequest(
-        f"Can't minimize: {message}.\n", content_type="text/plain; charset=utf-8"
-    )
-
-
-def _not_minimizable(capture: Capture, lens: str | None) -> str:
-    """Why `capture` can't be minimized at all ("" when it can): one still
-    recorded never can; an ok one only for a lens's divergence."""
-    if capture.outcome == Capture.Outcome.LIVE:
-        return "it is still being recorded"
-    if capture.outcome != Capture.Outcome.REFUSED and lens is None:
-        return "it is not refused (outcome ok under the strict policy)"
-    return ""
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    response = HttpResponseRedirect(url)
-    response.status_code = 303
-    return response
-
-
-@require_POST
-async def minimize_view(request, slug):
-    """Minimize a refused capture (bounded by INSPECTOR_MINIMIZE_SECONDS),
-    store the result as a new capture and go there; anything that can't be
-    minimized goes back to the capture page with a message saying why.
-
-    An optional `lens` field keeps that lens's divergence from strict instead
-    of the refusal, on refused and ok captures alike; an unknown lens, or one
-    that does not diverge here, is a 400 (the form only offers lenses that do).
-    """
-    lens = request.POST.get("lens") or None
-    if lens is not None:
-        try:
-            check_lens_name(lens)
-        except LensChoiceError as error:
-            return _bad_request(str(error))
-    capture = await sync_to_async(_capture_to_minimize)(slug)
-    back = capture.get_absolute_url()
-    why = _not_minimizable(capture, lens)
-    if why:
-        messages.error(request, f"Nothing to minimize: {why}.")
-        return _see_other(back)
-    budget = float(settings.INSPECTOR_MINIMIZE_SECONDS)
-    started = time.monotonic()
-    try:
-        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(
-            capture, budget, lens
-        )
-    except LensChoiceError as error:
-        return _bad_request(str(error))
-    except NothingToMinimize as error:
-        messages.error(request, f"Nothing to minimize: {error}.")
-        return _see_other(back)
-    except UnreadableInput as error:
-        messages.error(request, f"Can't minimize this capture: the stream can't be read: {error}.")
-        return _see_other(back)
-    elapsed = time.monotonic() - started
-    note = f"Minimized in {elapsed:.1f} s (budget {budget:g} s)."
-    if elapsed >= budget:
-        note += " The time ran out: this stream still fails the same way but may not be minimal."
-    messages.success(request, note)
-    return _see_other(derived.get_absolute_url())
-
-
-# --- export as a regression test -----------------------------------------------------------
-
-EXPORT_KINDS = {
-    "sse": ("application/octet-stream", ".sse"),
-    "expect.json": ("application/json", ".expect.json"),
-    "zip": ("application/zip", ".zip"),
-}
-
-
-def export_name(capture: Capture) -> str:
-    """A plain file name for the capture's case: its title made plain (letters,
-    digits, '_' and '-'), else capture-<slug>."""
-    plain = re.sub(r"[^A-Za-z0-9_-]+", "_", capture.title or "").strip("_-")[:80]
-    return plain or "capture-" + re.sub(r"[^A-Za-z0-9_-]", "_", capture.slug)
-
-
-def export_links(capture: Capture) -> dict[str, str]:
-    name = export_name(capture)
-    return {
-        "name": name,
-        "sse": reverse("capture-export", args=[capture.slug, "sse"]),
-        "expect": reverse("capture-export", args=[capture.slug, "expect.json"]),
-        "zip": reverse("capture-export", args=[capture.slug, "zip"]),
-    }
-
-
-@require_GET
-def export_view(request, slug, kind):
-    """The capture as a regression case (`NAME.sse`, `NAME.expect.json`, or
-    both in `NAME.zip`), in the shape of the conformance cases."""
-    if kind not in EXPORT_KINDS:
-        raise Http404("no such export")
-    policy = request.GET.get("policy", STRICT)
-    if policy not in POLICIES:
-        raise Http404("no such policy")
-    try:
-        capture = Capture.objects.only(
-            "id", "slug", "title", "raw", "stream_format", "outcome", "refusal_code", "derivation"
-        ).get(slug=slug)
-    except Capture.DoesNotExist:
-        raise Http404("no such capture") from None
-    if capture.outcome == Capture.Outcome.LIVE:
-        return HttpResponse(
-            "This capture is still being recorded: export it once it ends.\n",
-            status=409,
-            content_type="text/plain; charset=utf-8",
-        )
-    name = export_name(capture)
-    try:
-        files = export_files(capture, name=name, policy=policy)
-    except (UnreadableInput, ValueError) as error:
-        return HttpResponse(
-            f"Can't export this capture: {error}\n",
-            status=409,
-            content_type="text/plain; charset=utf-8",
-        )
-    content_type, suffix = EXPORT_KINDS[kind]
-    if kind == "zip":
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for filename, data in files.items():
-                archive.writestr(filename, data)
-        body = buffer.getvalue()
-    else:
-        body = files[name + suffix]
-    response = HttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{name}{suffix}"'
-    return response
