@@ -179,22 +179,28 @@ def get_capture(slug: str) -> Capture:
     return capture
 
 
-def assemblies(capture: Capture) -> dict[str, Assembly]:
-    """Both policies' assemblies, without their result documents, one query."""
-    call_count = (
+def call_count() -> Coalesce:
+    """An annotation for assembly rows: how many calls each holds (0 for
+    none), counted in the same query."""
+    counted = (
         Call.objects.filter(assembly=OuterRef("pk"))
         .order_by()
         .values("assembly")
         .annotate(n=Count("pk"))
         .values("n")
     )
+    return Coalesce(Subquery(counted), 0)
+
+
+def assemblies(capture: Capture) -> dict[str, Assembly]:
+    """Both policies' assemblies, without their result documents, one query."""
     rows = (
         Assembly.objects.filter(capture=capture)
         .defer("result_json", "text")
         .annotate(
             text_head=Substr("text", 1, TEXT_SHOWN),
             text_length=Length("text"),
-            call_count=Coalesce(Subquery(call_count), 0),
+            call_count=call_count(),
         )
     )
     return {row.policy: row for row in rows}

@@ -60,23 +60,36 @@ def strict_document(strict: Any) -> dict[str, Any]:
     return strict.to_dict() if hasattr(strict, "to_dict") else strict
 
 
+def pair_by_id_then_position(
+    ids: list[str | None], other_ids: list[str | None]
+) -> dict[int, tuple[int, str]]:
+    """Pair two lists of calls, given as their ids (None or "" for none):
+    index -> (index in the other list, "id" or "position").  First by id (the
+    first unpaired call of the other list with it), then the rest by
+    position (the same index, when that one is unpaired)."""
+    pairs: dict[int, tuple[int, str]] = {}
+    taken: set[int] = set()
+    for at, call_id in enumerate(ids):
+        if not call_id:
+            continue
+        for other, other_id in enumerate(other_ids):
+            if other not in taken and other_id == call_id:
+                pairs[at] = (other, "id")
+                taken.add(other)
+                break
+    for at in range(len(ids)):
+        if at not in pairs and at < len(other_ids) and at not in taken:
+            pairs[at] = (at, "position")
+            taken.add(at)
+    return pairs
+
+
 def match_calls(strict_calls: list[dict[str, Any]], lens_calls: list[LensCall]) -> dict[int, int]:
     """lens position -> assembler position: by id, then by position."""
-    pairs: dict[int, int] = {}
-    taken: set[int] = set()
-    for lens_pos, call in enumerate(lens_calls):
-        if not call.id:
-            continue
-        for strict_pos, held in enumerate(strict_calls):
-            if strict_pos not in taken and held.get("id") == call.id:
-                pairs[lens_pos] = strict_pos
-                taken.add(strict_pos)
-                break
-    for lens_pos in range(len(lens_calls)):
-        if lens_pos not in pairs and lens_pos < len(strict_calls) and lens_pos not in taken:
-            pairs[lens_pos] = lens_pos
-            taken.add(lens_pos)
-    return pairs
+    pairs = pair_by_id_then_position(
+        [call.id for call in lens_calls], [held.get("id") for held in strict_calls]
+    )
+    return {lens_pos: strict_pos for lens_pos, (strict_pos, _) in pairs.items()}
 
 
 def _text(text: str | None) -> str:
