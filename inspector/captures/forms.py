@@ -1,16 +1,21 @@
-"""The upload form and the capture list's filters."""
+"""The forms every intake and list shares: one upload form for the upload
+page and `POST /api/captures`, one filter form for the capture list page and
+`GET /api/captures`.  What a request may hold is decided here once; the
+page and the API differ only in how they say it (a page, or JSON)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.db.models import QuerySet
 
-from inspector.assembly import AUTO, HAR, JSONL, REFUSAL_CODES, SSE
+from inspector.assembly import AUTO, FORMATS, HAR, JSONL, REFUSAL_CODES, SSE
 
-from .intake import max_upload_bytes
 from .models import Capture
+from .uploads import TooLarge, check_size
 
-# The error code of a file over the limit: the page answers it with 413.
+# The error code of an input over the limit: the page and the API answer it with 413.
 TOO_LARGE = "too_large"
 
 FORMAT_CHOICES = [
@@ -19,10 +24,23 @@ FORMAT_CHOICES = [
     (JSONL, "JSON Lines"),
     (HAR, "HAR (browser or proxy recording)"),
 ]
+UNKNOWN_FORMAT = f"unknown format %(value)r: use {', '.join((AUTO, *FORMATS))}"
+
+
+def first_error(form: forms.Form) -> str:
+    """The form's first error as one line: "field: message", or the message
+    when it is about the whole form."""
+    for name, errors in form.errors.items():
+        for message in errors:
+            return message if name == "__all__" else f"{name}: {message}"
+    return ""
 
 
 class UploadForm(forms.Form):
-    """A stream to store: a file or pasted text, exactly one of them."""
+    """A stream to store: a file, pasted text or (the API) the request body;
+    exactly one of them, within the upload size policy (`uploads.py`)."""
+
+    nothing_message = "Choose a file or paste a stream."
 
     file = forms.FileField(required=False, label="File")
     text = forms.CharField(
@@ -31,49 +49,88 @@ class UploadForm(forms.Form):
         label="or paste the stream",
         widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "mono"}),
     )
-    format = forms.ChoiceField(choices=FORMAT_CHOICES, initial=AUTO)
+    format = forms.ChoiceField(
+        choices=FORMAT_CHOICES, initial=AUTO, error_messages={"invalid_choice": UNKNOWN_FORMAT}
+    )
     title = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args: Any, body: bytes | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.body = body
+
+    @staticmethod
+    def _size_checked(size: int) -> None:
+        try:
+            check_size(size)
+        except TooLarge as error:
+            raise forms.ValidationError(str(error), code=TOO_LARGE) from None
 
     def clean_file(self):
         upload = self.cleaned_data.get("file")
-        if upload is not None and upload.size > max_upload_bytes():
-            raise forms.ValidationError(
-                f"The file is {upload.size} bytes; the limit is {max_upload_bytes()}.",
-                code=TOO_LARGE,
-            )
+        if upload is not None:
+            self._size_checked(upload.size)
         return upload
+
+    def clean_text(self):
+        text = self.cleaned_data.get("text") or ""
+        self._size_checked(len(text.encode("utf-8")))
+        return text
 
     def clean(self):
         data = super().clean()
-        has_file = data.get("file") is not None
-        has_text = bool(data.get("text"))
-        if has_file and has_text:
+        given = [data.get("file") is not None, bool(data.get("text")), bool(self.body)]
+        if sum(given) > 1:
             raise forms.ValidationError("Upload a file or paste text, not both.")
-        if not has_file and not has_text and not self.errors:
-            raise forms.ValidationError("Choose a file or paste a stream.")
+        if not any(given) and not self.errors:
+            raise forms.ValidationError(self.nothing_message)
         return data
 
+    def too_large(self) -> bool:
+        return any(
+            error.code == TOO_LARGE for errors in self.errors.as_data().values() for error in errors
+        )
+
     def payload(self) -> tuple[bytes, str | None]:
-        """The bytes to store and the file name (None for pasted text)."""
+        """The bytes to store and the file name (None for text or a body)."""
         upload = self.cleaned_data.get("file")
         if upload is not None:
-            return upload.read(), upload.name
+            return upload.read(), upload.name or None
+        if self.body:
+            return self.body, None
         return self.cleaned_data["text"].encode("utf-8"), None
 
 
+class ApiUploadForm(UploadForm):
+    """The upload form as `POST /api/captures` fills it: the stream is the
+    body, or the multipart field `file`."""
+
+    nothing_message = (
+        "the upload is empty: send the stream as the body or as the multipart field 'file'"
+    )
+
+
 class CaptureFilterForm(forms.Form):
-    """The capture list's filters; every field is optional."""
+    """The capture list's filters, for the page and the API; every field is
+    optional.  The refusal code's parameter is `code`; `refusal` (its older
+    name on the page) is read as `code` too."""
 
     outcome = forms.ChoiceField(
         required=False, choices=[("", "any outcome"), *Capture.Outcome.choices]
     )
-    refusal = forms.ChoiceField(
+    code = forms.ChoiceField(
         required=False,
+        label="Refusal",
         choices=[("", "any refusal")] + [(code, code) for code in REFUSAL_CODES],
     )
     model = forms.CharField(required=False, max_length=200)
     q = forms.CharField(required=False, max_length=200, label="Title contains")
     group = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+
+    def __init__(self, data: Any = None, **kwargs: Any) -> None:
+        if data is not None and not data.get("code") and data.get("refusal"):
+            data = data.copy()
+            data["code"] = data["refusal"]
+        super().__init__(data, **kwargs)
 
     def filter(self, queryset: QuerySet[Capture]) -> QuerySet[Capture]:
         """The captures that pass the filters; none when a filter is invalid
@@ -83,8 +140,8 @@ class CaptureFilterForm(forms.Form):
         data = self.cleaned_data
         if data["outcome"]:
             queryset = queryset.filter(outcome=data["outcome"])
-        if data["refusal"]:
-            queryset = queryset.filter(refusal_code=data["refusal"])
+        if data["code"]:
+            queryset = queryset.filter(refusal_code=data["code"])
         if data["model"]:
             queryset = queryset.filter(model=data["model"])
         if data["q"]:

@@ -11,7 +11,6 @@ import secrets
 from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -20,14 +19,7 @@ from inspector.assembly import AUTO, HAR, UnreadableInput, detect_format, read_h
 
 from . import models
 from .store import store_stream
-
-
-class TooLarge(Exception):
-    """The input is over INSPECTOR_MAX_UPLOAD_BYTES."""
-
-
-def max_upload_bytes() -> int:
-    return settings.INSPECTOR_MAX_UPLOAD_BYTES
+from .uploads import check_size
 
 
 def store_upload(
@@ -35,11 +27,10 @@ def store_upload(
 ) -> list[models.Capture]:
     """Store an uploaded file as one capture, or a HAR as one per stream.
 
-    Raises TooLarge, or UnreadableInput with a one-line reason; then nothing
-    was stored.
+    Raises `uploads.TooLarge`, or UnreadableInput with a one-line reason;
+    then nothing was stored.
     """
-    if len(data) > max_upload_bytes():
-        raise TooLarge(f"the upload is {len(data)} bytes; the limit is {max_upload_bytes()}")
+    check_size(len(data))
     if fmt == AUTO:
         fmt = detect_format(name, data)
     title = title or (name or "")
@@ -108,4 +99,4 @@ def _har_title(title: str, position: int, count: int) -> str:
     return title if count == 1 else f"{title} [stream {position + 1} of {count}]"
 
 
-__all__ = ["TooLarge", "UnreadableInput", "max_upload_bytes", "store_upload"]
+__all__ = ["UnreadableInput", "store_upload"]

@@ -11,7 +11,18 @@ from __future__ import annotations
 import secrets
 
 from django.db import models
+from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
+
+from inspector.assembly import LENIENT
+
+from .records import CaptureSummary, RefusalRecord
+
+
+def capture_path(slug: str) -> str:
+    """The capture page's path, for a slug known without its row."""
+    return reverse("capture", args=[slug])
 
 
 def new_slug() -> str:
@@ -84,15 +95,79 @@ class Capture(models.Model):
             )
         ]
 
+    # The columns its summary reads (`summary()`): never `raw`.
+    SUMMARY_FIELDS = (
+        "id",
+        *CaptureSummary.__annotations__,
+    )
+    # What the capture page reads: everything but the raw bytes and the request.
+    PAGE_FIELDS = (
+        *SUMMARY_FIELDS,
+        "source_url",
+        "attempt_group",
+        "attempt",
+        "retryable",
+        "derived_from",
+        "derivation",
+    )
+
     def __str__(self) -> str:
         return self.title or self.slug
 
     def get_absolute_url(self) -> str:
-        return reverse("capture", args=[self.slug])
+        return capture_path(self.slug)
+
+    def summary(self) -> CaptureSummary:
+        """Its metadata as the API lists it (read with SUMMARY_FIELDS)."""
+        return CaptureSummary(
+            slug=self.slug,
+            title=self.title,
+            source=self.source,
+            input_format=self.input_format,
+            stream_format=self.stream_format,
+            model=self.model,
+            provider=self.provider,
+            created=self.created.isoformat(),
+            byte_size=self.byte_size,
+            frame_count=self.frame_count,
+            outcome=self.outcome,
+            refusal_code=self.refusal_code,
+            lenient_outcome=self.lenient_outcome,
+            group=self.group,
+            har_entry=self.har_entry,
+            started_at=self.started_at.isoformat() if self.started_at else None,
+            http_status=self.http_status,
+            interrupted=self.interrupted,
+            not_stored=self.not_stored,
+        )
 
     @property
     def policies_disagree(self) -> bool:
-        return bool(self.lenient_outcome) and self.lenient_outcome != self.outcome
+        """Whether strict and lenient reached different verdicts (`verdicts_differ`).
+        A row read `with_lenient_code` answers without a query."""
+        if not self.lenient_outcome:  # not assembled yet
+            return False
+        code = self.__dict__.get("lenient_refusal_code")
+        if code is None:
+            lenient = self.assemblies.filter(policy=LENIENT).values_list("refusal_code", flat=True)
+            code = lenient.first() or ""
+        return verdicts_differ((self.outcome, self.refusal_code), (self.lenient_outcome, code))
+
+
+def verdicts_differ(strict: tuple[str, str], lenient: tuple[str, str]) -> bool:
+    """The one meaning of "the policies disagree": their (outcome, refusal
+    code) differ.  Both refusing with different codes is a disagreement too:
+    the lenient policy then went on past what strict refused and failed
+    elsewhere, which is worth seeing on the list as on the page."""
+    return strict != lenient
+
+
+def with_lenient_code(rows: QuerySet[Capture]) -> QuerySet[Capture]:
+    """Rows that also carry `lenient_refusal_code`, read in the same query."""
+    code = Assembly.objects.filter(capture=OuterRef("pk"), policy=LENIENT).values("refusal_code")[
+        :1
+    ]
+    return rows.annotate(lenient_refusal_code=Coalesce(Subquery(code), Value("")))
 
 
 class Frame(models.Model):
@@ -144,6 +219,29 @@ class Assembly(models.Model):
 
     def __str__(self) -> str:
         return f"{self.capture_id} {self.policy}: {self.outcome}"
+
+    # The columns `refusal_record` reads.
+    REFUSAL_FIELDS = (
+        "refusal_code",
+        "refusal_message",
+        "refusal_frame",
+        "refusal_call",
+        "refusal_choice",
+        "refusal_retryable",
+    )
+
+    def refusal_record(self) -> RefusalRecord | None:
+        """The refusal as the result document writes it, from its columns."""
+        if not self.refusal_code:
+            return None
+        return RefusalRecord(
+            code=self.refusal_code,
+            message=self.refusal_message,
+            frame=self.refusal_frame,
+            call=self.refusal_call,
+            choice=self.refusal_choice,
+            retryable=self.refusal_retryable,
+        )
 
 
 class Call(models.Model):

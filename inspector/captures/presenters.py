@@ -46,36 +46,6 @@ PRETTY_SHOWN = 20_000  # characters of pretty-printed arguments shown, at most
 PRETTY_PAGE = 40_000  # characters of pretty-printed arguments of all the calls on a page
 TIMELINE_SHOWN = 60  # identity timeline rows shown per call
 
-# What the pages read of a capture: everything but the raw bytes and any
-# large field added later.
-CAPTURE_FIELDS = (
-    "id",
-    "slug",
-    "title",
-    "source",
-    "input_format",
-    "stream_format",
-    "group",
-    "har_entry",
-    "source_url",
-    "not_stored",
-    "model",
-    "provider",
-    "created",
-    "started_at",
-    "http_status",
-    "interrupted",
-    "byte_size",
-    "frame_count",
-    "outcome",
-    "refusal_code",
-    "lenient_outcome",
-    "attempt_group",
-    "attempt",
-    "retryable",
-    "derived_from",
-    "derivation",
-)
 # What the capture page reads of the capture it was derived from (joined in).
 ORIGINAL_FIELDS = ("slug", "title", "frame_count", "byte_size", "refusal_code")
 DERIVATIVES_SHOWN = 20  # captures derived from this one listed on its page
@@ -194,7 +164,7 @@ def get_capture(slug: str) -> Capture:
     asked = Capture.objects.filter(slug=slug).order_by().values("pk")[:1]
     rows = list(
         Capture.objects.select_related("derived_from")
-        .only(*CAPTURE_FIELDS, *(f"derived_from__{name}" for name in ORIGINAL_FIELDS))
+        .only(*Capture.PAGE_FIELDS, *(f"derived_from__{name}" for name in ORIGINAL_FIELDS))
         .filter(Q(slug=slug) | Q(derived_from_id=Subquery(asked)))
         .annotate(
             derivative_count=Coalesce(Subquery(count), 0),
@@ -209,22 +179,28 @@ def get_capture(slug: str) -> Capture:
     return capture
 
 
-def assemblies(capture: Capture) -> dict[str, Assembly]:
-    """Both policies' assemblies, without their result documents, one query."""
-    call_count = (
+def call_count() -> Coalesce:
+    """An annotation for assembly rows: how many calls each holds (0 for
+    none), counted in the same query."""
+    counted = (
         Call.objects.filter(assembly=OuterRef("pk"))
         .order_by()
         .values("assembly")
         .annotate(n=Count("pk"))
         .values("n")
     )
+    return Coalesce(Subquery(counted), 0)
+
+
+def assemblies(capture: Capture) -> dict[str, Assembly]:
+    """Both policies' assemblies, without their result documents, one query."""
     rows = (
         Assembly.objects.filter(capture=capture)
         .defer("result_json", "text")
         .annotate(
             text_head=Substr("text", 1, TEXT_SHOWN),
             text_length=Length("text"),
-            call_count=Coalesce(Subquery(call_count), 0),
+            call_count=call_count(),
         )
     )
     return {row.policy: row for row in rows}

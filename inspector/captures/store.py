@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from inspector.assembly import (
     LENIENT,
+    POLICIES,
     STRICT,
     ArgumentScanner,
     FrameKind,
@@ -31,7 +32,6 @@ from inspector.assembly.jsontext import dumps
 
 from . import models
 
-POLICIES = (STRICT, LENIENT)
 BATCH = 2000
 
 

@@ -4,18 +4,19 @@ comparison of two captures."""
 
 from django.urls import path
 
-from . import comparison, reproducers, sharing, views
+from . import sharing, views
+from .pages import compare, export, lenses, minimize
 
 urlpatterns = [
     path("", views.capture_list, name="capture-list"),
     path("upload/", views.upload, name="upload"),
-    path("compare/", comparison.compare_page, name="compare"),
+    path("compare/", compare.compare_page, name="compare"),
     path("c/<str:slug>/", views.capture_page, name="capture"),
     path("c/<str:slug>/frames/<int:n>/", views.frame_page, name="frame"),
     path("c/<str:slug>/raw", views.download_raw, name="capture-raw"),
     path("c/<str:slug>/result.json", views.download_result, name="capture-result"),
-    path("c/<str:slug>/lenses/", reproducers.lens_page, name="capture-lenses"),
-    path("c/<str:slug>/minimize", reproducers.minimize_view, name="capture-minimize"),
+    path("c/<str:slug>/lenses/", lenses.lens_page, name="capture-lenses"),
+    path("c/<str:slug>/minimize", minimize.minimize_view, name="capture-minimize"),
     path("c/<str:slug>/rotate/", sharing.rotate_view, name="capture-rotate"),
-    path("c/<str:slug>/regression.<str:kind>", reproducers.export_view, name="capture-export"),
+    path("c/<str:slug>/regression.<str:kind>", export.export_view, name="capture-export"),
 ]

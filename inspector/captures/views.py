@@ -25,28 +25,16 @@ from django.views.decorators.http import require_GET, require_http_methods
 from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
 from . import presenters as p
-from . import reproducers
-from .forms import TOO_LARGE, CaptureFilterForm, UploadForm
-from .intake import TooLarge, max_upload_bytes, store_upload
-from .models import Assembly, Capture
+from .forms import CaptureFilterForm, UploadForm
+from .intake import store_upload
+from .models import Assembly, Capture, verdicts_differ, with_lenient_code
+from .pages import export as export_page
+from .pages import lenses as lenses_page
+from .uploads import TooLarge, declared_size
 
 log = logging.getLogger(__name__)
 
 CAPTURES_PER_PAGE = 50
-LIST_FIELDS = (
-    "slug",
-    "title",
-    "created",
-    "model",
-    "outcome",
-    "refusal_code",
-    "lenient_outcome",
-    "frame_count",
-    "byte_size",
-    "input_format",
-    "group",
-    "interrupted",
-)
 
 
 @require_GET
@@ -58,7 +46,7 @@ def capture_list(request):
     valid = filters.is_valid()
     page = None
     if valid:
-        captures = filters.filter(Capture.objects.only(*LIST_FIELDS))
+        captures = filters.filter(with_lenient_code(Capture.objects.only(*Capture.SUMMARY_FIELDS)))
         page = Paginator(captures, CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
     kept = {k: v for k, v in request.GET.items() if k != "page" and v}
     models = (
@@ -88,10 +76,10 @@ def upload(request):
     except RequestDataTooBig:
         form = UploadForm()
         form.cleaned_data = {}  # an unbound form has none, and add_error needs it
-        form.add_error(None, _too_big_message(request))
+        form.add_error(None, _sentence(str(TooLarge(declared_size(request)))))
         return _upload_refused(request, form, too_large=True)
     if not valid:
-        return _upload_refused(request, form, too_large=form.has_error("file", TOO_LARGE))
+        return _upload_refused(request, form, too_large=form.too_large())
     data, name = form.payload()
     try:
         captures = store_upload(
@@ -119,14 +107,9 @@ def _upload_refused(request, form: UploadForm, *, too_large: bool = False) -> Ht
     return render(request, "inspector/upload.html", {"form": form}, status=status)
 
 
-def _too_big_message(request) -> str:
-    """Django refused the body before the form saw it; say how large it was
-    when the request tells."""
-    limit = max_upload_bytes()
-    length = request.META.get("CONTENT_LENGTH") or ""
-    if length.isdigit():
-        return f"The upload is {length} bytes; the limit is {limit}."
-    return f"The upload is larger than this server accepts; the limit is {limit} bytes."
+def _sentence(text: str) -> str:
+    """A message as the page says it: capitalised, with a full stop."""
+    return text[:1].upper() + text[1:] + "."
 
 
 @require_GET
@@ -236,9 +219,9 @@ def _reproducer_context(capture, disagree) -> dict:
         "derivation": derivation,
         "derivatives": derivatives,
         "more_derivatives": max(0, capture.derivative_count - len(derivatives)),
-        "export": reproducers.export_links(capture) if finished else None,
+        "export": export_page.export_links(capture) if finished else None,
         "lenses_url": reverse("capture-lenses", args=[capture.slug]) if finished else "",
-        "lenses_autoload": finished and capture.byte_size <= reproducers.LENS_AUTOLOAD_BYTES,
+        "lenses_autoload": finished and capture.byte_size <= lenses_page.LENS_AUTOLOAD_BYTES,
         "can_minimize": capture.outcome == Capture.Outcome.REFUSED,
         "minimize_seconds": f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}",
         "compare_pairs": pairs,
@@ -317,7 +300,9 @@ def _refusal_link(capture, strict) -> str:
 def _policies_disagree(strict, lenient) -> bool:
     if strict is None or lenient is None:
         return False
-    return lenient.outcome != strict.outcome or lenient.refusal_code != strict.refusal_code
+    return verdicts_differ(
+        (strict.outcome, strict.refusal_code), (lenient.outcome, lenient.refusal_code)
+    )
 
 
 @require_GET

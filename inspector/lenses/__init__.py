@@ -17,23 +17,25 @@ Pure Python: nothing here imports Django.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from inspector.assembly import STRICT, Frame, Result
 from inspector.assembly import read_stream as read_frames
 
 from . import langchain, litellm, openai_sdk, vercel
-from .base import TITLES, LensCall, LensResult
+from .base import Lens, LensCall, LensResult
 
-LensRunner = Callable[..., LensResult]
-
-LENSES: dict[str, LensRunner] = {
-    "openai": openai_sdk.run,
-    "vercel": vercel.run,
-    "litellm": litellm.run,
-    "langchain": langchain.run,
+# Every lens by name, in the order the matrix shows them.
+LENSES: dict[str, Lens] = {
+    lens.name: lens for lens in (openai_sdk.LENS, vercel.LENS, litellm.LENS, langchain.LENS)
 }
+
+
+def title(name: str) -> str:
+    """How a sentence names the lens's library; the name itself when unknown."""
+    lens = LENSES.get(name)
+    return lens.title if lens is not None else name
 
 
 def run_lens(
@@ -42,11 +44,7 @@ def run_lens(
     """One lens's result; KeyError for an unknown name.  `tools` (the
     request's tool definitions, when known) only matter to the OpenAI SDK,
     which parses the arguments of `strict` tools itself."""
-    runner = LENSES[name]
-    frames = list(frames)
-    if name == "openai":
-        return runner(frames, tools=tools)
-    return runner(frames)
+    return LENSES[name].run(list(frames), tools=tools)
 
 
 def run_all(
@@ -67,10 +65,11 @@ def read_stream(
 
 __all__ = [
     "LENSES",
-    "TITLES",
+    "Lens",
     "LensCall",
     "LensResult",
     "read_stream",
     "run_all",
     "run_lens",
+    "title",
 ]

@@ -25,14 +25,6 @@ from typing import Any
 
 from inspector.assembly import Frame, FrameKind
 
-# How a sentence names each library ("LiteLLM would run ...").
-TITLES = {
-    "openai": "the OpenAI SDK",
-    "vercel": "Vercel",
-    "litellm": "LiteLLM",
-    "langchain": "LangChain",
-}
-
 # Where a lens's calls come from (`LensResult.calls_from`).
 DELIVERED = "final"  # what the library hands its caller
 SNAPSHOT = "snapshot"  # its state when it raised: the caller never gets these
@@ -113,6 +105,36 @@ class LensResult:
             "gates_on_parse": self.gates_on_parse,
             "notes": list(self.notes),
         }
+
+
+class Lens:
+    """One client library's lens: who it is and how to run it.
+
+    `name` is the key (the matrix column, `--lens NAME`), `title` how a
+    sentence names the library ("LiteLLM would run ..."), `library` and
+    `version` what it follows.  `run` reads the frames once; `tools` (the
+    request's tool definitions, when known) matter only to lenses whose
+    library parses arguments against them.
+    """
+
+    name: str = ""
+    title: str = ""
+    library: str = ""
+    version: str = ""
+
+    def available(self) -> bool:
+        """Whether the library can run here (a re-implementation always can)."""
+        return True
+
+    def run(
+        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    ) -> LensResult:
+        raise NotImplementedError
+
+    def new_result(self, **fields: Any) -> LensResult:
+        """An empty answer of this lens, naming its library and version."""
+        fields.setdefault("version", self.version)
+        return LensResult(lens=self.name, library=self.library, **fields)
 
 
 class LensError(Exception):

@@ -27,9 +27,10 @@ Pure Python: nothing here imports Django.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
-from .base import TITLES, LensCall, LensResult
+from . import title
+from .base import LensCall, LensResult
 
 KINDS = (
     "error",
@@ -43,8 +44,15 @@ KINDS = (
 )
 
 
-def title(lens: str) -> str:
-    return TITLES.get(lens, lens)
+class Divergence(TypedDict):
+    """One way a lens parts from the assembler: carried as it is from here to
+    the page (never joined into text and parsed back)."""
+
+    lens: str
+    call: int | None  # position in the assembler's calls; None: about no one call of it
+    lens_call: int | None  # position in the lens's calls
+    kind: str  # one of KINDS
+    message: str
 
 
 def strict_document(strict: Any) -> dict[str, Any]:
@@ -52,23 +60,36 @@ def strict_document(strict: Any) -> dict[str, Any]:
     return strict.to_dict() if hasattr(strict, "to_dict") else strict
 
 
+def pair_by_id_then_position(
+    ids: list[str | None], other_ids: list[str | None]
+) -> dict[int, tuple[int, str]]:
+    """Pair two lists of calls, given as their ids (None or "" for none):
+    index -> (index in the other list, "id" or "position").  First by id (the
+    first unpaired call of the other list with it), then the rest by
+    position (the same index, when that one is unpaired)."""
+    pairs: dict[int, tuple[int, str]] = {}
+    taken: set[int] = set()
+    for at, call_id in enumerate(ids):
+        if not call_id:
+            continue
+        for other, other_id in enumerate(other_ids):
+            if other not in taken and other_id == call_id:
+                pairs[at] = (other, "id")
+                taken.add(other)
+                break
+    for at in range(len(ids)):
+        if at not in pairs and at < len(other_ids) and at not in taken:
+            pairs[at] = (at, "position")
+            taken.add(at)
+    return pairs
+
+
 def match_calls(strict_calls: list[dict[str, Any]], lens_calls: list[LensCall]) -> dict[int, int]:
     """lens position -> assembler position: by id, then by position."""
-    pairs: dict[int, int] = {}
-    taken: set[int] = set()
-    for lens_pos, call in enumerate(lens_calls):
-        if not call.id:
-            continue
-        for strict_pos, held in enumerate(strict_calls):
-            if strict_pos not in taken and held.get("id") == call.id:
-                pairs[lens_pos] = strict_pos
-                taken.add(strict_pos)
-                break
-    for lens_pos in range(len(lens_calls)):
-        if lens_pos not in pairs and lens_pos < len(strict_calls) and lens_pos not in taken:
-            pairs[lens_pos] = lens_pos
-            taken.add(lens_pos)
-    return pairs
+    pairs = pair_by_id_then_position(
+        [call.id for call in lens_calls], [held.get("id") for held in strict_calls]
+    )
+    return {lens_pos: strict_pos for lens_pos, (strict_pos, _) in pairs.items()}
 
 
 def _text(text: str | None) -> str:
@@ -125,11 +146,11 @@ def _raises(lens: LensResult) -> str:
 
 def _entry(
     lens: str, call: int | None, lens_call: int | None, kind: str, message: str
-) -> dict[str, Any]:
-    return {"lens": lens, "call": call, "lens_call": lens_call, "kind": kind, "message": message}
+) -> Divergence:
+    return Divergence(lens=lens, call=call, lens_call=lens_call, kind=kind, message=message)
 
 
-def divergences(lens: LensResult, strict: Any) -> list[dict[str, Any]]:
+def divergences(lens: LensResult, strict: Any) -> list[Divergence]:
     """Every way `lens` parts from the assembler's result `strict`."""
     if not lens.available:
         return []
@@ -138,7 +159,7 @@ def divergences(lens: LensResult, strict: Any) -> list[dict[str, Any]]:
     strict_calls: list[dict[str, Any]] = document.get("calls") or []
     refusal = document.get("refusal")
     who = title(lens.lens)
-    out: list[dict[str, Any]] = []
+    out: list[Divergence] = []
     delivered = lens.delivered_calls
     pairs = match_calls(strict_calls, lens.calls)
 
@@ -195,8 +216,8 @@ def _pair(
     strict_pos: int,
     call: LensCall,
     lens_pos: int,
-) -> list[dict[str, Any]]:
-    out = []
+) -> list[Divergence]:
+    out: list[Divergence] = []
     label = _call_label(held, strict_pos)
     if call.id != held.get("id"):
         message = (
@@ -233,10 +254,10 @@ def _pair(
     return out
 
 
-def all_divergences(results: dict[str, LensResult], strict: Any) -> list[dict[str, Any]]:
+def all_divergences(results: dict[str, LensResult], strict: Any) -> list[Divergence]:
     """The divergences of every lens, lens by lens."""
     document = strict_document(strict)
-    out: list[dict[str, Any]] = []
+    out: list[Divergence] = []
     for result in results.values():
         out.extend(divergences(result, document))
     return out

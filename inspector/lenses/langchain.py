@@ -50,6 +50,7 @@ from inspector.assembly import Frame
 
 from .base import (
     DELIVERED,
+    Lens,
     LensCall,
     LensError,
     LensResult,
@@ -58,10 +59,6 @@ from .base import (
     text_of,
     wire,
 )
-
-NAME = "langchain"
-LIBRARY = "langchain-core + langchain-openai"
-VERSION = "_merge.py @0448fad2 (#35281); langchain_openai base.py @00539b50; ai.py @0026dff2"
 
 _TOOL_CALL_FIELDS = ("index", "id", "function", "type")
 _FUNCTION_FIELDS = ("arguments", "name")
@@ -300,9 +297,7 @@ def _tool_call_chunks(delta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run(frames: Iterable[Frame]) -> LensResult:
-    result = LensResult(
-        lens=NAME, library=LIBRARY, version=VERSION, calls_from=DELIVERED, gates_on_parse=True
-    )
+    result = LENS.new_result(calls_from=DELIVERED, gates_on_parse=True)
     merged: list[dict[str, Any]] | None = None
     try:
         for item in sdk_transport(wire(frames, result.notes)):
@@ -358,3 +353,18 @@ def run(frames: Iterable[Frame]) -> LensResult:
             )
         )
     return result
+
+
+class LangChainLens(Lens):
+    name = "langchain"
+    title = "LangChain"
+    library = "langchain-core + langchain-openai"
+    version = "_merge.py @0448fad2 (#35281); langchain_openai base.py @00539b50; ai.py @0026dff2"
+
+    def run(
+        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    ) -> LensResult:
+        return run(frames)  # the library hands arguments on as text: `tools` don't matter
+
+
+LENS = LangChainLens()

@@ -39,6 +39,7 @@ from inspector.assembly import Frame
 
 from .base import (
     DELIVERED,
+    Lens,
     LensCall,
     LensError,
     LensResult,
@@ -47,10 +48,6 @@ from .base import (
     text_of,
     wire,
 )
-
-NAME = "litellm"
-LIBRARY = "BerriAI/litellm (stream_chunk_builder)"
-VERSION = "streaming_chunk_builder_utils.py @47fdbd55"
 
 
 def _index(entry: dict[str, Any]) -> int:
@@ -67,7 +64,7 @@ def _fragment(arguments: Any) -> Any:
 
 
 def run(frames: Iterable[Frame]) -> LensResult:
-    result = LensResult(lens=NAME, library=LIBRARY, version=VERSION, calls_from=DELIVERED)
+    result = LENS.new_result(calls_from=DELIVERED)
     calls: dict[int, dict[str, Any]] = {}
     try:
         for item in sdk_transport(wire(frames, result.notes)):
@@ -127,3 +124,18 @@ def run(frames: Iterable[Frame]) -> LensResult:
             )
         )
     return result
+
+
+class LiteLLMLens(Lens):
+    name = "litellm"
+    title = "LiteLLM"
+    library = "BerriAI/litellm (stream_chunk_builder)"
+    version = "streaming_chunk_builder_utils.py @47fdbd55"
+
+    def run(
+        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    ) -> LensResult:
+        return run(frames)  # the library hands arguments on as text: `tools` don't matter
+
+
+LENS = LiteLLMLens()

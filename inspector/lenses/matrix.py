@@ -9,7 +9,7 @@ returns plain dicts:
       "columns": [{"key": "strict", "title": ..., "available": True, "error": ...},
                   {"key": "openai", "title": "the OpenAI SDK", "library": ..., "version": ...,
                    "available": ..., "error": ..., "calls_from": ..., "notes": [...],
-                   "diverges": bool, "message": "the OpenAI SDK would raise ..." | None},
+                   "diverges": bool, "divergences": [numbers]},
                   ... vercel, litellm, langchain],
       "rows": [{"key": "strict-0", "label": "call_A", "strict_position": 0,
                 "cells": {"strict": cell, "openai": cell, ...}}, ...],
@@ -23,12 +23,14 @@ produced (one row per call; lenses' extra calls with the same id share a
 row).  A cell is
 
     {"present": True, "id", "name", "arguments_text", "arguments", "parsed",
-     "parse_error", "snapshot": bool, "diverges": bool, "message": str | None}
+     "parse_error", "snapshot": bool, "diverges": bool, "divergences": [numbers]}
 
-or `{"present": False, "diverges": bool, "message": ...}` where the column
-has no such call.  `message` joins the divergences of that cell; a lens that
-would raise where the assembler is ok marks each of its cells with that
-error.  The lenient policy is not a column.
+or `{"present": False, "diverges": bool, "divergences": [...]}` where the
+column has no such call.  `divergences` are the numbers (0-based positions in
+the matrix's "divergences") of the records that cell shows, as records, never
+joined into one text; a lens that would raise where the assembler is ok marks
+its column and each of its cells with that one.  The lenient policy is not a
+column.
 
 Pure Python: nothing here imports Django.
 """
@@ -41,9 +43,9 @@ import orjson
 
 from inspector.assembly import Result
 
-from . import LENSES, TITLES, read_stream, run_all
+from . import LENSES, read_stream, run_all, title
 from .base import SNAPSHOT, LensCall, LensResult
-from .compare import all_divergences, match_calls, strict_document
+from .compare import Divergence, all_divergences, match_calls, strict_document
 
 
 def request_tools(request_json: str | None) -> list[dict[str, Any]] | None:
@@ -92,7 +94,7 @@ def _strict_cell(call: dict[str, Any]) -> dict[str, Any]:
         "parse_error": None,
         "snapshot": False,
         "diverges": False,
-        "message": None,
+        "divergences": [],
     }
 
 
@@ -107,118 +109,135 @@ def _lens_cell(call: LensCall, result: LensResult) -> dict[str, Any]:
         "parse_error": call.parse_error,
         "snapshot": result.calls_from == SNAPSHOT,
         "diverges": False,
-        "message": None,
+        "divergences": [],
     }
 
 
 def _absent() -> dict[str, Any]:
-    return {"present": False, "diverges": False, "message": None}
+    return {"present": False, "diverges": False, "divergences": []}
 
 
-def _mark(cell: dict[str, Any], message: str) -> None:
+def _mark(cell: dict[str, Any], number: int) -> None:
+    """The cell (or column) shows divergence `number` of the matrix's list."""
     cell["diverges"] = True
-    cell["message"] = message if not cell["message"] else f"{cell['message']}; {message}"
+    cell["divergences"].append(number)
+
+
+def _row(key: str, label: str, strict_position: int | None, names: list[str]) -> dict[str, Any]:
+    cells = {"strict": _absent()}
+    cells.update((name, _absent()) for name in names)
+    return {"key": key, "label": label, "strict_position": strict_position, "cells": cells}
+
+
+def _extra_row(
+    extra_rows: list[dict[str, Any]], name: str, call: LensCall
+) -> dict[str, Any] | None:
+    """A lens-only row this call joins: another lens's extra call with its id."""
+    for row in extra_rows:
+        if call.id and row["label"] == call.id and not row["cells"][name]["present"]:
+            return row
+    return None
+
+
+def _place_lens_calls(
+    name: str,
+    result: LensResult,
+    strict_calls: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    extra_rows: list[dict[str, Any]],
+    names: list[str],
+) -> dict[int, dict[str, Any]]:
+    """Put each of a lens's calls in its row (the strict call it pairs with,
+    else a lens-only row); lens position -> row."""
+    placed: dict[int, dict[str, Any]] = {}
+    pairs = match_calls(strict_calls, result.calls)
+    for lens_pos, call in enumerate(result.calls):
+        strict_pos = pairs.get(lens_pos)
+        row = rows[strict_pos] if strict_pos is not None else _extra_row(extra_rows, name, call)
+        if row is None:
+            label = call.id or f"{title(name)} call {lens_pos}"
+            row = _row(f"{name}-{lens_pos}", label, None, names)
+            extra_rows.append(row)
+        row["cells"][name] = _lens_cell(call, result)
+        placed[lens_pos] = row
+    return placed
+
+
+def _strict_column(document: dict[str, Any]) -> dict[str, Any]:
+    refusal = document.get("refusal")
+    return {
+        "key": "strict",
+        "title": document.get("policy") or "strict",
+        "library": "Stream Inspector",
+        "version": None,
+        "available": True,
+        "error": (f"{refusal['code']}: {refusal['message']}" if refusal else None),
+        "calls_from": "final",
+        "notes": [],
+        "diverges": False,
+        "divergences": [],
+    }
+
+
+def _lens_column(name: str, result: LensResult) -> dict[str, Any]:
+    return {
+        "key": name,
+        "title": title(name),
+        "library": result.library,
+        "version": result.version,
+        "available": result.available,
+        "error": result.error,
+        "calls_from": result.calls_from if result.calls else None,
+        "gates_on_parse": result.gates_on_parse,
+        "notes": list(result.notes),
+        "diverges": False,
+        "divergences": [],
+    }
+
+
+def _mark_divergences(
+    divergences: list[Divergence],
+    columns: dict[str, dict[str, Any]],
+    rows: list[dict[str, Any]],
+    placed: dict[str, dict[int, dict[str, Any]]],
+) -> None:
+    """Mark where each divergence shows: the lens's cell of its call, or
+    (about the whole stream) the lens's column and each of its cells."""
+    for number, entry in enumerate(divergences):
+        name = entry["lens"]
+        if entry["lens_call"] is not None:
+            _mark(placed[name][entry["lens_call"]]["cells"][name], number)
+        elif entry["call"] is not None:
+            _mark(rows[entry["call"]]["cells"][name], number)
+        else:
+            _mark(columns[name], number)
+            for row in rows:
+                _mark(row["cells"][name], number)
 
 
 def matrix(strict: Any, results: dict[str, LensResult]) -> dict[str, Any]:
     document = strict_document(strict)
     strict_calls: list[dict[str, Any]] = document.get("calls") or []
-    refusal = document.get("refusal")
     divergences = all_divergences(results, document)
     names = [name for name in LENSES if name in results]
 
-    rows: list[dict[str, Any]] = []
+    rows = []
     for position, call in enumerate(strict_calls):
-        cells = {"strict": _strict_cell(call)}
-        cells.update((name, _absent()) for name in names)
-        rows.append(
-            {
-                "key": f"strict-{position}",
-                "label": call.get("id") or f"call {position}",
-                "strict_position": position,
-                "cells": cells,
-            }
-        )
-    # lens name -> lens position -> row
-    placed: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in names}
+        row = _row(f"strict-{position}", call.get("id") or f"call {position}", position, names)
+        row["cells"]["strict"] = _strict_cell(call)
+        rows.append(row)
     extra_rows: list[dict[str, Any]] = []
-    for name in names:
-        result = results[name]
-        pairs = match_calls(strict_calls, result.calls)
-        for lens_pos, call in enumerate(result.calls):
-            strict_pos = pairs.get(lens_pos)
-            if strict_pos is not None:
-                row = rows[strict_pos]
-            else:
-                row = next(
-                    (
-                        candidate
-                        for candidate in extra_rows
-                        if call.id
-                        and candidate["label"] == call.id
-                        and not candidate["cells"][name]["present"]
-                    ),
-                    None,
-                )
-                if row is None:
-                    cells = {"strict": _absent()}
-                    cells.update((other, _absent()) for other in names)
-                    row = {
-                        "key": f"{name}-{lens_pos}",
-                        "label": call.id or f"{TITLES.get(name, name)} call {lens_pos}",
-                        "strict_position": None,
-                        "cells": cells,
-                    }
-                    extra_rows.append(row)
-            row["cells"][name] = _lens_cell(call, result)
-            placed[name][lens_pos] = row
+    placed = {
+        name: _place_lens_calls(name, results[name], strict_calls, rows, extra_rows, names)
+        for name in names
+    }
     rows.extend(extra_rows)
-
-    columns: list[dict[str, Any]] = [
-        {
-            "key": "strict",
-            "title": document.get("policy") or "strict",
-            "library": "Stream Inspector",
-            "version": None,
-            "available": True,
-            "error": (f"{refusal['code']}: {refusal['message']}" if refusal else None),
-            "calls_from": "final",
-            "notes": [],
-            "diverges": False,
-            "message": None,
-        }
-    ]
-    for name in names:
-        result = results[name]
-        column = {
-            "key": name,
-            "title": TITLES.get(name, name),
-            "library": result.library,
-            "version": result.version,
-            "available": result.available,
-            "error": result.error,
-            "calls_from": result.calls_from if result.calls else None,
-            "gates_on_parse": result.gates_on_parse,
-            "notes": list(result.notes),
-            "diverges": False,
-            "message": None,
-        }
-        columns.append(column)
-        for entry in divergences:
-            if entry["lens"] != name:
-                continue
-            if entry["lens_call"] is not None:
-                _mark(placed[name][entry["lens_call"]]["cells"][name], entry["message"])
-            elif entry["call"] is not None:
-                _mark(rows[entry["call"]]["cells"][name], entry["message"])
-            else:  # about the whole stream: the column, and each of its cells
-                _mark(column, entry["message"])
-                for row in rows:
-                    _mark(row["cells"][name], entry["message"])
+    columns = {name: _lens_column(name, results[name]) for name in names}
+    _mark_divergences(divergences, columns, rows, placed)
     return {
-        "columns": columns,
+        "columns": [_strict_column(document), *columns.values()],
         "rows": rows,
         "divergences": divergences,
-        "strict": {"outcome": document.get("outcome"), "refusal": refusal},
+        "strict": {"outcome": document.get("outcome"), "refusal": document.get("refusal")},
         "lenses": {name: results[name].to_dict() for name in names},
     }

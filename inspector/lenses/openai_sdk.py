@@ -47,6 +47,7 @@ from inspector.assembly import Frame
 from .base import (
     DELIVERED,
     SNAPSHOT,
+    Lens,
     LensCall,
     LensResult,
     describe_exception,
@@ -56,8 +57,6 @@ from .base import (
     wire,
 )
 
-NAME = "openai"
-LIBRARY = "openai-python"
 EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 
 
@@ -90,15 +89,13 @@ def _run(frames: Iterable[Frame], tools: list[dict[str, Any]] | None) -> LensRes
     try:
         sdk = _load()
     except ImportError as error:
-        return LensResult(
-            lens=NAME,
-            library=LIBRARY,
+        return LENS.new_result(
             version="not installed",
             available=False,
             calls_from=None,
             notes=[f"the OpenAI SDK is not installed ({error}); {EXTRA_HINT}"],
         )
-    result = LensResult(lens=NAME, library=LIBRARY, version=sdk["version"])
+    result = LENS.new_result(version=sdk["version"])
     state_kwargs: dict[str, Any] = {}
     if tools:
         state_kwargs["input_tools"] = [tool for tool in tools if isinstance(tool, dict)]
@@ -184,3 +181,28 @@ def _calls(completion: Any, *, parsed_by_sdk: bool) -> list[LensCall]:
                 )
             )
     return calls
+
+
+class OpenAISdkLens(Lens):
+    """The SDK itself, when installed (the `lenses` extra); its version is the
+    installed one."""
+
+    name = "openai"
+    title = "the OpenAI SDK"
+    library = "openai-python"
+    version = "the installed openai"
+
+    def available(self) -> bool:
+        try:
+            _load()
+        except ImportError:
+            return False
+        return True
+
+    def run(
+        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    ) -> LensResult:
+        return run(frames, tools=tools)
+
+
+LENS = OpenAISdkLens()

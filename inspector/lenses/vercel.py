@@ -53,11 +53,7 @@ from typing import Any
 
 from inspector.assembly import Frame
 
-from .base import DELIVERED, LensCall, LensError, LensResult, text_of, wire
-
-NAME = "vercel"
-LIBRARY = "vercel/ai (@ai-sdk/openai-compatible)"
-VERSION = "streaming-tool-call-tracker.ts @ed857f50 (2026-08-22); openai-compatible @03955ee6"
+from .base import DELIVERED, Lens, LensCall, LensError, LensResult, text_of, wire
 
 INVALID_RESPONSE = "InvalidResponseDataError"
 
@@ -368,9 +364,7 @@ def parse_input(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def run(frames: Iterable[Frame]) -> LensResult:
-    result = LensResult(
-        lens=NAME, library=LIBRARY, version=VERSION, calls_from=DELIVERED, gates_on_parse=True
-    )
+    result = LENS.new_result(calls_from=DELIVERED, gates_on_parse=True)
     model = _Model(result)
     try:
         for item in wire(frames, result.notes):
@@ -405,3 +399,18 @@ def run(frames: Iterable[Frame]) -> LensResult:
     elif not model.finish_seen:
         result.error = f"{INVALID_RESPONSE}: Response stream ended without a finish reason."
     return result
+
+
+class VercelLens(Lens):
+    name = "vercel"
+    title = "Vercel"
+    library = "vercel/ai (@ai-sdk/openai-compatible)"
+    version = "streaming-tool-call-tracker.ts @ed857f50 (2026-08-22); openai-compatible @03955ee6"
+
+    def run(
+        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    ) -> LensResult:
+        return run(frames)  # the library hands arguments on as text: `tools` don't matter
+
+
+LENS = VercelLens()

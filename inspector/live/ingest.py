@@ -26,8 +26,9 @@ from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import JSONL, SSE
 from inspector.captures import models
-from inspector.captures.api import BadRequest, capture_path, json_endpoint, json_response
-from inspector.captures.intake import max_upload_bytes
+from inspector.captures.models import capture_path
+from inspector.captures.uploads import TooLarge, read_capped
+from inspector.http_json import BadRequest, json_endpoint, json_response
 
 from . import recorder
 from .session import LiveCapture
@@ -116,9 +117,10 @@ def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
     _touch(slug)
     close_abandoned()
     live = _live(slug)
-    data = request.read(max_upload_bytes() + 1)
-    if len(data) > max_upload_bytes():
-        raise BadRequest("one append is limited like an upload", 413)
+    try:
+        data = read_capped(request.read)
+    except TooLarge as error:
+        raise BadRequest(f"one append is limited like an upload: {error}", 413) from None
     recorder.append_sync(live, data)
     return json_response({"frames": live.strict.frames})
 

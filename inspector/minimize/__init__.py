@@ -1,8 +1,8 @@
 """The minimizer: the smallest stream that still fails the same way, and its
 export as a regression test in the shape of the conformance cases.
 
-Pure (no Django): `ddmin`, `stream` and `export`.  `store` is the only module
-here that touches the database.
+Pure (no Django): `ddmin`, `stream`, `lens` and `export`.  Stored captures
+are minimized and exported by `inspector/captures/minimizing.py`.
 """
 
 from .ddmin import DDProgress, DDStats, ddmin

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.assembly import AUTO, HAR, JSONL, SSE, UnreadableInput, detect_format, stream_bytes
-from inspector.lenses import LENSES, LensCall, LensResult, read_stream, run_lens
-from inspector.lenses.compare import divergences, strict_document, title
+from inspector.lenses import LENSES, LensCall, LensResult, read_stream, run_lens, title
+from inspector.lenses.compare import divergences, strict_document
 
 from .stream import NothingToMinimize, describe, refusal_signature
 

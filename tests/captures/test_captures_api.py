@@ -657,3 +657,10 @@ def test_list_is_two_queries_without_raw(client, listed, django_assert_num_queri
 def test_empty_list(client):
     body = client.get(URL).json()
     assert body == {"count": 0, "page": 1, "pages": 1, "per_page": 50, "results": []}
+
+
+def test_the_code_filter_is_also_read_as_refusal_as_on_the_list_page(client, listed):
+    """One filter form for the page and the API: `code` is the name, `refusal` its alias."""
+    by_code = slugs(client.get(URL, {"code": "INCOMPLETE_STREAM"}))
+    assert slugs(client.get(URL, {"refusal": "INCOMPLETE_STREAM"})) == by_code
+    assert client.get(URL, {"refusal": "NOT_A_CODE"}).status_code == 400

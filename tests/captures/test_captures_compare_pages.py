@@ -12,8 +12,8 @@ import orjson
 import pytest
 from django.urls import reverse
 
-from inspector.captures import comparison
 from inspector.captures.models import Capture
+from inspector.captures.pages import compare as compare_page
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
@@ -237,12 +237,12 @@ def test_queries_do_not_grow_with_the_captures(client, django_assert_max_num_que
     for params in ({}, {"page": 7}, {"pb": "lenient"}):
         with django_assert_max_num_queries(COMPARE_QUERIES):
             page = compare(client, a.slug, b.slug, **params)
-        assert page.count('<tr id="f-') <= comparison.FRAMES_PER_PAGE
+        assert page.count('<tr id="f-') <= compare_page.FRAMES_PER_PAGE
         assert len(page) < 400_000
 
 
 def test_calls_are_capped(client, monkeypatch):
-    monkeypatch.setattr(comparison, "CALLS_SHOWN", 2)
+    monkeypatch.setattr(compare_page, "CALLS_SHOWN", 2)
     items = [chunk(tool(i, f"call_{i}", "read", "{}")) for i in range(4)]
     a = store(*items, chunk(finish="tool_calls"), DONE)
     page = compare(client, a.slug, a.slug)

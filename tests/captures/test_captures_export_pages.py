@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from inspector.captures.minimizing import export_files
 from inspector.captures.models import Capture
-from inspector.captures.reproducers import export_name
+from inspector.captures.pages.export import export_name
 from inspector.captures.store import store_stream
 from inspector.live.session import LiveCapture
-from inspector.minimize.store import export_files
 
 pytestmark = pytest.mark.django_db
 

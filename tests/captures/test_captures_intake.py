@@ -11,8 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from inspector.assembly import UnreadableInput
-from inspector.captures import intake, models, store
-from inspector.captures.intake import TooLarge, store_upload
+from inspector.captures import intake, models, store, uploads
+from inspector.captures.intake import store_upload
+from inspector.captures.uploads import TooLarge
 
 CAPTURE_MODELS = (models.Capture, models.Frame, models.Assembly, models.Call, models.Fragment)
 SECRET = "intake-secret-5b1d"
@@ -124,7 +125,7 @@ def test_assemble_exits_2_on_a_base64_body_that_does_not_decode(tmp_path, capsys
 @pytest.mark.django_db
 def test_too_large_is_refused_before_anything_is_read(settings):
     settings.INSPECTOR_MAX_UPLOAD_BYTES = len(SSE) - 1
-    assert intake.max_upload_bytes() == len(SSE) - 1
+    assert uploads.max_upload_bytes() == len(SSE) - 1
     with pytest.raises(TooLarge, match=f"the upload is {len(SSE)} bytes"):
         store_upload(SSE)
     assert nothing_stored()

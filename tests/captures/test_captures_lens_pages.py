@@ -13,8 +13,8 @@ import pytest
 from capture_streams import DONE, chunk, sse, tool
 from django.urls import reverse
 
-from inspector.captures import reproducers
 from inspector.captures.models import Capture
+from inspector.captures.pages import lenses as lens_page
 from inspector.captures.store import store_stream
 from inspector.lenses import openai_sdk
 from inspector.live.session import LiveCapture
@@ -86,7 +86,7 @@ def test_capture_page_has_the_lens_section_and_never_computes_it(client, monkeyp
     def boom(*args, **kwargs):
         raise AssertionError("the capture page computed the lenses")
 
-    monkeypatch.setattr(reproducers, "lens_matrix", boom)
+    monkeypatch.setattr(lens_page, "lens_matrix", boom)
     page = html(client.get(capture.get_absolute_url()))
     assert "What client libraries would have done" in page
     section = re.search(r'<section class="card lenses" id="lenses"[^>]*>', page).group(0)
@@ -98,7 +98,7 @@ def test_capture_page_has_the_lens_section_and_never_computes_it(client, monkeyp
 
 
 def test_a_large_capture_is_not_loaded_by_itself(client, monkeypatch):
-    monkeypatch.setattr(reproducers, "LENS_AUTOLOAD_BYTES", 10)
+    monkeypatch.setattr(lens_page, "LENS_AUTOLOAD_BYTES", 10)
     capture = store(REUSED_INDEX)
     page = html(client.get(capture.get_absolute_url()))
     section = re.search(r'<section class="card lenses" id="lenses"[^>]*>', page).group(0)
@@ -222,7 +222,7 @@ def test_partial_is_only_the_matrix(client):
 
 
 def test_rows_are_paged_and_sentences_link_to_their_page(client, monkeypatch):
-    monkeypatch.setattr(reproducers, "LENS_ROWS", 2)
+    monkeypatch.setattr(lens_page, "LENS_ROWS", 2)
     items: list[Any] = []
     for number in range(5):  # five calls on index 0: LiteLLM glues them
         items.append(chunk(tool(0, f"call_{number}", "read", f'{{"n":{number}}}')))

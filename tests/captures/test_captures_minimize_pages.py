@@ -16,8 +16,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from inspector.captures import reproducers
 from inspector.captures.models import Capture
+from inspector.captures.pages import minimize as minimize_page
 from inspector.captures.store import store_stream
 from inspector.live.session import LiveCapture
 from inspector.minimize import NothingToMinimize
@@ -97,13 +97,13 @@ def test_minimize_lands_on_the_new_capture_linked_both_ways(client):
 def test_the_budget_is_the_setting(client, settings, monkeypatch):
     settings.INSPECTOR_MINIMIZE_SECONDS = 7
     seen = []
-    real = reproducers.minimize_capture
+    real = minimize_page.minimize_capture
 
     def spy(capture, seconds=None, **kwargs):
         seen.append(seconds)
         return real(capture, seconds=seconds, **kwargs)
 
-    monkeypatch.setattr(reproducers, "minimize_capture", spy)
+    monkeypatch.setattr(minimize_page, "minimize_capture", spy)
     original = demo("invalid_arguments.sse")
     assert client.post(minimize_url(original)).status_code == 303
     assert seen == [7.0]
@@ -139,7 +139,7 @@ def test_nothing_to_minimize_is_a_message_not_an_error(client, monkeypatch):
     def nothing(capture, seconds=None, **kwargs):
         raise NothingToMinimize("the frames read back differently")
 
-    monkeypatch.setattr(reproducers, "minimize_capture", nothing)
+    monkeypatch.setattr(minimize_page, "minimize_capture", nothing)
     original = demo("identity_conflict.sse")
     response = client.post(minimize_url(original), follow=True)
     assert response.redirect_chain == [(original.get_absolute_url(), 303)]

@@ -102,6 +102,7 @@ def test_list_filters_by_outcome_refusal_model_and_title(client):
     assert titles() == {"parallel calls", "ambiguous one", "renamed call", "chat"}
     assert titles(outcome="ok") == {"parallel calls", "chat"}
     assert titles(outcome="refused", refusal="IDENTITY_CONFLICT") == {"renamed call"}
+    assert titles(outcome="refused", code="IDENTITY_CONFLICT") == {"renamed call"}
     assert titles(model="gpt-test") == {"chat"}
     assert titles(q="CALL") == {"parallel calls", "renamed call"}
     assert titles(outcome="refused", q="parallel") == set()
@@ -581,3 +582,26 @@ def test_pages_never_read_raw_bytes_or_result_documents(client):
     assert "result_json" not in sql
     cut = re.sub(r'(SUBSTR|SUBSTRING|LENGTH)\("captures_frame"\."raw"', "", sql)
     assert '"captures_frame"."raw"' not in cut
+
+
+@pytest.mark.parametrize(
+    ("lenient", "disagree"),
+    [
+        (("ok", ""), True),  # another outcome
+        (("refused", "INCOMPLETE_STREAM"), True),  # refused too, with another code
+        (("refused", "IDENTITY_CONFLICT"), False),  # the same verdict
+    ],
+    ids=["outcome", "code", "same"],
+)
+def test_the_list_and_the_page_agree_on_whether_the_policies_disagree(client, lenient, disagree):
+    """One meaning (`models.verdicts_differ`): the (outcome, refusal code) differ."""
+    capture = demo("identity_conflict.sse", "renamed call")
+    outcome, code = lenient
+    models.Capture.objects.filter(pk=capture.pk).update(lenient_outcome=outcome)
+    models.Assembly.objects.filter(capture=capture, policy="lenient").update(
+        outcome=outcome, refusal_code=code
+    )
+    listed = html(client.get(reverse("capture-list")))
+    page = html(client.get(capture.get_absolute_url()))
+    assert (f"lenient: {outcome}</span>" in listed) is disagree
+    assert ("Strict and lenient disagree on this stream." in page) is disagree

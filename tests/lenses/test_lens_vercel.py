@@ -29,7 +29,7 @@ def lens(data: bytes):
 def test_the_module_names_the_upstream_file_and_version():
     assert "streaming-tool-call-tracker.ts" in vercel.__doc__
     assert "ed857f50" in vercel.__doc__
-    assert lens(OK).version == vercel.VERSION
+    assert lens(OK).version == vercel.LENS.version
 
 
 def test_a_plain_stream():

@@ -8,10 +8,10 @@ import json
 import pytest
 from minimize_streams import CASES, OK
 
+from inspector.captures.minimizing import export_files, minimize_capture
 from inspector.captures.models import Capture
 from inspector.captures.store import store_stream
 from inspector.minimize import NotRefused, minimize
-from inspector.minimize.store import export_files, minimize_capture
 
 pytestmark = pytest.mark.django_db
 BY_NAME = {(code, variant): (fmt, data) for code, variant, fmt, data in CASES}

@@ -1,5 +1,8 @@
-"""The minimizer and the export, for stored captures: the only module of this
-package that touches the database.
+"""The minimizer and the export, run on stored captures.
+
+The minimizer package (`inspector/minimize/`) is pure and knows no model; this
+is where its results meet the database, so the packages depend one way
+(captures on minimize, never back).
 
     derived = minimize_capture(capture)   # a new Capture, derived_from=capture
     target = capture_lens_target(capture, "litellm")   # keep a lens's divergence instead
@@ -17,13 +20,13 @@ import re
 from django.conf import settings
 
 from inspector.assembly import STRICT
-from inspector.captures.models import Capture
-from inspector.captures.store import store_stream
 from inspector.lenses.matrix import request_tools
+from inspector.minimize.export import case_files
+from inspector.minimize.lens import LensTarget, lens_target
+from inspector.minimize.stream import Predicate, minimize
 
-from .export import case_files
-from .lens import LensTarget, lens_target
-from .stream import Predicate, minimize
+from .models import Capture
+from .store import store_stream
 
 
 def minimize_capture(
@@ -73,7 +76,7 @@ def export_files(
     capture: Capture, *, name: str | None = None, policy: str = STRICT
 ) -> dict[str, bytes]:
     """The capture's stream as a regression case: `{NAME.sse, NAME.expect.json}`
-    (see `export.py`).  Works for any capture, minimized or not."""
+    (see `inspector/minimize/export.py`).  Works for any capture, minimized or not."""
     name = name or case_name(capture)
     about = f"Exported from Stream Inspector capture {capture.title or capture.pk!s}"
     if capture.derivation:

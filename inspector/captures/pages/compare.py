@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Exists, OuterRef, Q
 from django.db.models import Value as V
-from django.db.models.functions import Coalesce, Greatest, Length, Substr
+from django.db.models.functions import Greatest, Length, Substr
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from inspector.assembly import POLICIES, STRICT
+from inspector.lenses.compare import pair_by_id_then_position
 
-from . import presenters as p
-from .models import Assembly, Call, Capture, Frame
+from .. import presenters as p
+from ..models import Assembly, Call, Capture, Frame
 
 FRAMES_PER_PAGE = 100
 CALLS_SHOWN = 200  # calls of each side read and aligned
@@ -101,10 +102,6 @@ class CallPair:
     differs: set[str]
 
 
-def _side_value(field: str, side: CallSide | None) -> Any:
-    return None if side is None else getattr(side, field)
-
-
 def _load_sides(slugs: list[str]) -> dict[str, Capture]:
     return {
         capture.slug: capture
@@ -116,17 +113,10 @@ def _assemblies(sides: list[tuple[Capture, str]]) -> dict[tuple[int, str], Assem
     condition = Q(pk__in=[])
     for capture, policy in sides:
         condition |= Q(capture=capture, policy=policy)
-    call_count = (
-        Call.objects.filter(assembly=OuterRef("pk"))
-        .order_by()
-        .values("assembly")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
     rows = (
         Assembly.objects.filter(condition)
         .defer("result_json", "text")
-        .annotate(call_count=Coalesce(Subquery(call_count), 0))
+        .annotate(call_count=p.call_count())
     )
     return {(row.capture_id, row.policy): row for row in rows}
 
@@ -207,38 +197,18 @@ def _calls(assemblies: list[Assembly]) -> dict[int, list[Call]]:
 
 
 def align(left: list[Any], right: list[Any]) -> list[tuple[Any, Any, str]]:
-    """Pairs of calls: by id first, then by position among the rest.  Each
-    call is anything with `position` and `call_id` ("" for none)."""
-    pairs: dict[int, tuple[int, str]] = {}  # left index -> (right index, by)
-    taken: set[int] = set()
-    by_id: dict[str, list[int]] = {}
-    for j, call in enumerate(right):
-        if call.call_id:
-            by_id.setdefault(call.call_id, []).append(j)
-    for i, call in enumerate(left):
-        for j in by_id.get(call.call_id, []) if call.call_id else []:
-            if j not in taken:
-                pairs[i] = (j, "id")
-                taken.add(j)
-                break
-    right_at = {call.position: j for j, call in enumerate(right)}
-    for i, call in enumerate(left):
-        if i in pairs:
-            continue
-        j = right_at.get(call.position)
-        if j is not None and j not in taken:
-            pairs[i] = (j, "position")
-            taken.add(j)
+    """Pairs of calls, as the lenses pair them (`pair_by_id_then_position`):
+    by id first, then by position among the rest.  Each call is anything with
+    `position` and `call_id` ("" for none), listed in position order from 0."""
+    pairs = pair_by_id_then_position(
+        [call.call_id for call in left], [call.call_id for call in right]
+    )
+    taken = {j for j, _ in pairs.values()}
     out: list[tuple[Any, Any, str]] = []
     for i, call in enumerate(left):
-        if i in pairs:
-            j, by = pairs[i]
-            out.append((call, right[j], by))
-        else:
-            out.append((call, None, ""))
-    for j, call in enumerate(right):
-        if j not in taken:
-            out.append((None, call, ""))
+        j, by = pairs.get(i, (None, ""))
+        out.append((call, right[j] if j is not None else None, by))
+    out.extend((None, call, "") for j, call in enumerate(right) if j not in taken)
 
     def order(pair: tuple[Any, Any, str]) -> tuple[int, int]:
         first, second, _ = pair

@@ -1,0 +1,58 @@
+"""JSON endpoints: the answer shape and the error path every JSON view shares.
+
+A neutral module (it knows no package above the assembler): the capture API
+(`inspector/captures/api.py`) and the live HTTP ingest (`inspector/live/ingest.py`)
+both answer through it, so neither borrows the other's view helpers.
+
+Made for scripts: CSRF-exempt, JSON in every answer, and errors as
+`{"error": reason}` with their status (`BadRequest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from inspector.assembly.jsontext import dumps
+
+
+class BadRequest(Exception):
+    """Answered as `{"error": message}` with `status`."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def json_response(value: Any, status: int = 200) -> HttpResponse:
+    """`value` as JSON, written the way `manage.py assemble` writes it."""
+    return HttpResponse(dumps(value), status=status, content_type="application/json")
+
+
+def json_error(message: str, status: int = 400) -> HttpResponse:
+    return json_response({"error": message}, status)
+
+
+def json_endpoint(*allowed: str) -> Callable[[Callable], Callable]:
+    """A CSRF-exempt view answering only `allowed` methods (else 405 with
+    `Allow`), whose `BadRequest` becomes a JSON error answer."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in allowed:
+                response = json_error(f"method {request.method} not allowed", 405)
+                response["Allow"] = ", ".join(allowed)
+                return response
+            try:
+                return view(request, *args, **kwargs)
+            except BadRequest as error:
+                return json_error(str(error), error.status)
+
+        return csrf_exempt(wrapped)
+
+    return decorate
