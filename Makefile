@@ -25,11 +25,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py recover_live --force
-	@if $(PY) manage.py help load_demo >/dev/null 2>&1; then \
-		$(PY) manage.py load_demo; \
-	else \
-		echo "(no load_demo command yet; skipping demo data)"; \
-	fi
+	$(PY) manage.py load_demo
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) inspector.asgi:application
 
 test: $(STAMP)

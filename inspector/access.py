@@ -92,11 +92,11 @@ def _flag(value: Any) -> bool:
 
 
 def login_required() -> bool:
-    return _flag(getattr(settings, "INSPECTOR_REQUIRE_LOGIN", False))
+    return _flag(settings.INSPECTOR_REQUIRE_LOGIN)
 
 
 def sharing_enabled() -> bool:
-    return _flag(getattr(settings, "INSPECTOR_SHARING", True))
+    return _flag(settings.INSPECTOR_SHARING)
 
 
 def parse_tokens(value: str | Iterable[str] | None) -> list[str]:
@@ -108,7 +108,7 @@ def parse_tokens(value: str | Iterable[str] | None) -> list[str]:
 
 
 def api_tokens() -> list[str]:
-    return parse_tokens(getattr(settings, "INSPECTOR_API_TOKENS", None))
+    return parse_tokens(settings.INSPECTOR_API_TOKENS)
 
 
 def machines_guarded() -> bool:

@@ -65,10 +65,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _nullish(value: Any, check) -> bool:
-    return value is None or check(value)
-
-
 def _is_str(value: Any) -> bool:
     return isinstance(value, str)
 

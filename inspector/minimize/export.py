@@ -13,10 +13,10 @@ parsed arguments, arguments text, started and settled frames, and, for the
 call whose check failed, `invalid_at`; the dropped deltas; the anomalies.
 
 `invalid_at` keeps its `offset` only when the incremental scan found the
-text invalid (spec section 4: a non-`{` start, a mismatched bracket, text
-after the root).  When only the strict parser did, the offset is what our
-parser reports, and parsers differ, so, as spec section 9 says of the cases,
-only its frame is pinned.  Messages are never pinned.
+text invalid (a non-`{` start, a mismatched bracket, text after the root:
+the scanner's rules, `inspector/assembly/scanner.py`).  When only the strict
+parser did, the offset is what our parser reports, and parsers differ, so,
+as in the conformance cases, only its frame is pinned.  Messages are never pinned.
 
 JSON Lines become SSE: each line one `data:` block (the `[DONE]` line
 `data: [DONE]`), so frames keep their numbers and the result is the same;

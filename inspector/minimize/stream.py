@@ -44,7 +44,7 @@ finish reason; or it was empty).  Without that every `INCOMPLETE_STREAM`
 would shrink to the empty input, which is also `INCOMPLETE_STREAM` and says
 nothing about the stream it came from.  Frames are otherwise all equal, the
 `[DONE]` frame included: it survives exactly when the code needs it.  The
-first refusal ends assembly (spec section 6), so for a refusal seen in the
+first refusal ends assembly (the assembler reads nothing after it), so for a refusal seen in the
 middle of the stream (`AMBIGUOUS_CONTINUATION`, `IDENTITY_CONFLICT`,
 `INVALID_FRAME`, `UPSTREAM_ERROR`) the frames after it, `[DONE]` included,
 do not matter and go.  For the end-of-stream codes (`MALFORMED_TOOL_CALL`,

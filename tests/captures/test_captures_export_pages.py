@@ -8,10 +8,10 @@ import io
 import json
 import re
 import zipfile
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from page_helpers import demo, html
 
 from inspector.captures.minimizing import export_files
 from inspector.captures.models import Capture
@@ -21,17 +21,7 @@ from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
 
-DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
 OK_LINE = b'{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}'
-
-
-def demo(name: str, title: str) -> Capture:
-    return store_stream((DEMO / name).read_bytes(), stream_format="sse", title=title)
-
-
-def html(response, status: int = 200) -> str:
-    assert response.status_code == status, response.status_code
-    return response.content.decode()
 
 
 def export_url(capture: Capture, kind: str) -> str:

@@ -5,13 +5,13 @@ capture page only links to it (never reads the stream for it)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from capture_streams import DONE, chunk, sse, tool
 from django.urls import reverse
+from page_helpers import demo, html
 
 from inspector.captures.models import Capture
 from inspector.captures.pages import lenses as lens_page
@@ -21,7 +21,6 @@ from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
 
-DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I)
 
@@ -45,15 +44,6 @@ SPARSE_INDEX = sse(
 
 def store(data: bytes, title: str = "lenses") -> Capture:
     return store_stream(data, stream_format="sse", title=title)
-
-
-def demo(name: str) -> Capture:
-    return store_stream((DEMO / name).read_bytes(), stream_format="sse", title=name)
-
-
-def html(response, status: int = 200) -> str:
-    assert response.status_code == status, response.status_code
-    return response.content.decode()
 
 
 def lens_url(capture: Capture, **params: Any) -> str:

@@ -10,11 +10,11 @@ its own, which sees only committed rows: these tests use `transactional_db`.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from page_helpers import demo, html
 
 from inspector.captures.models import Capture
 from inspector.captures.pages import minimize as minimize_page
@@ -24,22 +24,11 @@ from inspector.minimize import NothingToMinimize
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
 OK_STREAM = (
     b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
-
-
-def demo(name: str, title: str = "") -> Capture:
-    data = (DEMO / name).read_bytes()
-    return store_stream(data, stream_format="sse", title=title or name)
-
-
-def html(response, status: int = 200) -> str:
-    assert response.status_code == status, response.status_code
-    return response.content.decode()
 
 
 def minimize_url(capture: Capture) -> str:

@@ -14,6 +14,7 @@ from capture_streams import DONE, chunk, sse, tool
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from page_helpers import demo, html
 
 from inspector.captures import models
 from inspector.captures import views as capture_views
@@ -50,16 +51,6 @@ def long_stream(fragments: int) -> bytes:
     items += [chunk(tool(0, args=f"line {i}\\n")) for i in range(fragments)]
     items += [chunk(tool(0, args='"}'), finish="tool_calls"), DONE]
     return sse(*items)
-
-
-def demo(name: str, title: str = "") -> models.Capture:
-    (capture,) = store_upload((DEMO / name).read_bytes(), name=name, title=title or name)
-    return capture
-
-
-def html(response) -> str:
-    assert response.status_code == 200, response.status_code
-    return response.content.decode()
 
 
 def row(page: str, element_id: str) -> str:

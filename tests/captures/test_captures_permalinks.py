@@ -5,7 +5,6 @@ moment, all rendered on the server (no JavaScript needed)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -13,14 +12,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from page_helpers import demo
 
 from inspector.captures import models
-from inspector.captures.intake import store_upload
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
 
-DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
 DONE = "data: [DONE]\n\n"
 
 
@@ -45,11 +43,6 @@ def long_capture(fragments: int) -> models.Capture:
     frames += [frame_data(tool(0, args=f"line {i} ")) for i in range(1, fragments + 1)]
     frames += [frame_data(tool(0, args='"}'), finish="tool_calls"), DONE]
     return store_stream("".join(frames).encode(), stream_format="sse")
-
-
-def demo(name: str) -> models.Capture:
-    (capture,) = store_upload((DEMO / name).read_bytes(), name=name)
-    return capture
 
 
 def get(client, url: str, **params) -> str:

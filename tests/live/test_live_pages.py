@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from page_helpers import html
 
 from inspector.captures import models
 from inspector.captures.store import store_stream
@@ -38,11 +39,6 @@ def text_frames(words: int) -> bytes:
 
 def ok_stream(usage: dict | None = None) -> bytes:
     return chunk({"content": "hi"}) + chunk({}, "stop", usage) + b"data: [DONE]\n\n"
-
-
-def html(response) -> str:
-    assert response.status_code == 200, response.status_code
-    return response.content.decode()
 
 
 def head(page: str) -> str:
