@@ -20,7 +20,7 @@ from django.db import DatabaseError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from inspector.assembly import LENIENT, POLICIES, STRICT, UnreadableInput
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 CAPTURES_PER_PAGE = 50
 
 
-@require_GET
+@require_safe
 def capture_list(request):
     """The captures, newest first, paged and filtered.  A filter that can't be
     used (`?outcome=zzz`) is a 400 page with the form and the reason, listing
@@ -112,12 +112,12 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-@require_GET
+@require_safe
 def capture_page(request, slug):
     return _render_capture(request, p.get_capture(slug), focus=None)
 
 
-@require_GET
+@require_safe
 def frame_page(request, slug, n):
     capture = p.get_capture(slug)
     if n < 0:
@@ -305,7 +305,7 @@ def _policies_disagree(strict, lenient) -> bool:
     )
 
 
-@require_GET
+@require_safe
 def download_raw(request, slug):
     """The stream exactly as received (a HAR's stream: its event-stream body)."""
     capture = _download_capture(slug, "raw")
@@ -315,7 +315,7 @@ def download_raw(request, slug):
     return response
 
 
-@require_GET
+@require_safe
 def download_result(request, slug):
     """The result document of one policy (strict unless ?policy=lenient)."""
     policy = request.GET.get("policy", STRICT)

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db.models import Max, Prefetch
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from inspector.assembly import STRICT
 from inspector.captures import models
@@ -157,7 +157,7 @@ def group_attempts(group: str) -> list[dict]:
     return out
 
 
-@require_GET
+@require_safe
 def attempts_view(request: HttpRequest, group: str) -> JsonResponse:
     """`GET /api/attempts/<group>`: the group's attempts, in order."""
     attempts = group_attempts(group)

@@ -19,10 +19,12 @@ recording, since viewers are best effort and the database has everything.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from inspector.captures.records import RefusalRecord, refusal_record
 
 if TYPE_CHECKING:
     from inspector.assembly import Call
@@ -69,13 +71,8 @@ class CallEntry(TypedDict):
     invalid_from: int | None
 
 
-class RefusalEntry(TypedDict):
-    code: str
-    message: str
-    frame: int | None
-    call: int | None
-    choice: int | None
-    retryable: bool
+# A refusal in a message is the one refusal record (`captures/records.py`).
+RefusalEntry = RefusalRecord
 
 
 def frame_entry(number: int, kind: str, raw: str, arrived_ms: float | None) -> FrameEntry:
@@ -106,7 +103,7 @@ def call_entry(call: Call, first_fragment: int = 0) -> CallEntry:
 def refusal_entry(refusal: Refusal | None) -> RefusalEntry | None:
     """A refusal as a viewer sees it, also mid-stream: `call` is the call's
     position so far (calls are numbered for good when the stream ends)."""
-    return None if refusal is None else cast(RefusalEntry, refusal.to_dict())
+    return refusal_record(refusal)
 
 
 # -- the messages ---------------------------------------------------------------------------

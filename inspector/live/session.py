@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inspector.assembly import STRICT, Call, StreamAssembler
+from inspector.assembly import POLICIES, STRICT, Call, StreamAssembler
 from inspector.captures import models
-from inspector.captures.store import POLICIES, append_frames, close_capture, open_capture
+from inspector.captures.store import append_frames, close_capture, open_capture
 
 from .broadcast import (
     CallEntry,

@@ -163,3 +163,18 @@ def test_any_daphne_start_recovers_stale_live_captures(daphne_process):
         time.sleep(0.1)
     assert capture.outcome == "refused" and capture.interrupted
     assert capture.refusal_code == "INCOMPLETE_STREAM" and capture.frame_count == 1
+
+
+# -- 14. share links answer HEAD as they answer GET ---------------------------------------
+
+
+@pytest.mark.django_db
+def test_share_links_answer_head():
+    stream = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+    created = Client().post("/api/captures", stream + b"data: [DONE]\n\n", "text/event-stream")
+    assert created.status_code == 201, created.content
+    slug = created.json()["slug"]
+    for path in (f"/c/{slug}/", f"/c/{slug}/frames/0/", f"/c/{slug}/raw"):
+        head, get = Client().head(path), Client().get(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head["Content-Type"] == get["Content-Type"]

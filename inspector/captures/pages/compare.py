@@ -26,7 +26,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.db.models import Value as V
 from django.db.models.functions import Greatest, Length, Substr
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from inspector.assembly import POLICIES, STRICT
 from inspector.lenses.compare import pair_by_id_then_position
@@ -313,7 +313,7 @@ def _summary_differs(a: Side, b: Side) -> set[str]:
     return out
 
 
-@require_GET
+@require_safe
 def compare_page(request):
     asked = {"a": request.GET.get("a", ""), "b": request.GET.get("b", "")}
     policies = {

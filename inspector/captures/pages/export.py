@@ -10,7 +10,7 @@ import zipfile
 
 from django.http import Http404, HttpResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from inspector.assembly import POLICIES, STRICT, UnreadableInput
 
@@ -41,7 +41,7 @@ def export_links(capture: Capture) -> dict[str, str]:
     }
 
 
-@require_GET
+@require_safe
 def export_view(request, slug, kind):
     """The capture as a regression case (`NAME.sse`, `NAME.expect.json`, or
     both in `NAME.zip`), in the shape of the conformance cases."""

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from inspector.assembly import UnreadableInput
 from inspector.lenses.compare import Divergence
@@ -237,7 +237,7 @@ def minimizable(columns: list[LensColumn], divergences: list[Divergence]) -> lis
     ]
 
 
-@require_GET
+@require_safe
 def lens_page(request, slug):
     """Calls by lenses: what the OpenAI SDK, Vercel AI SDK, LiteLLM and
     LangChain would have assembled from this capture's frames.  `?partial=1`
