@@ -465,6 +465,9 @@ RETRYABLE_TABLE = {
     "IDENTITY_CONFLICT": False,
     "INVALID_ARGUMENTS": False,
     "INVALID_FRAME": False,
+    # dialects.md section 6
+    "INCONSISTENT_CALL": True,
+    "SPLICED_STREAM": True,
 }
 
 STREAMS_BY_CODE = {
@@ -486,7 +489,7 @@ def test_the_refusal_codes_are_exactly_the_spec_table():
     assert RETRYABLE == RETRYABLE_TABLE
 
 
-@pytest.mark.parametrize("refusal_code", sorted(RETRYABLE_TABLE))
+@pytest.mark.parametrize("refusal_code", sorted(STREAMS_BY_CODE))
 def test_each_refusal_carries_its_default_retryable_flag(refusal_code):
     result = run(STREAMS_BY_CODE[refusal_code])
     assert result["outcome"] == "refused"
