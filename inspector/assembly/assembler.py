@@ -29,8 +29,9 @@ from typing import Any
 import orjson
 
 from .chat import ChatDialect
-from .dialect import AUTO_DIALECT, CHAT, DIALECTS, MESSAGES, Dialect, dialect_of
+from .dialect import AUTO_DIALECT, CHAT, DIALECTS, MESSAGES, RESPONSES, Dialect, dialect_of
 from .frames import Frame, FrameKind
+from .responses import ResponsesDialect
 from .result import Anomaly, Call, Choice, Event, EventLog, Refusal, Result
 from .scanner import BLANK
 
@@ -40,6 +41,7 @@ POLICIES = (STRICT, LENIENT)
 
 ADAPTERS: dict[str, type[Dialect]] = {
     CHAT: ChatDialect,
+    RESPONSES: ResponsesDialect,
 }
 
 
