@@ -31,6 +31,7 @@ import orjson
 from .chat import ChatDialect
 from .dialect import AUTO_DIALECT, CHAT, DIALECTS, MESSAGES, RESPONSES, Dialect, dialect_of
 from .frames import Frame, FrameKind
+from .messages import MessagesDialect
 from .responses import ResponsesDialect
 from .result import Anomaly, Call, Choice, Event, EventLog, Refusal, Result
 from .scanner import BLANK
@@ -42,6 +43,7 @@ POLICIES = (STRICT, LENIENT)
 ADAPTERS: dict[str, type[Dialect]] = {
     CHAT: ChatDialect,
     RESPONSES: ResponsesDialect,
+    MESSAGES: MessagesDialect,
 }
 
 
