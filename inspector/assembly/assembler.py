@@ -29,8 +29,18 @@ from typing import Any
 import orjson
 
 from .chat import ChatDialect
-from .dialect import AUTO_DIALECT, CHAT, DIALECTS, MESSAGES, RESPONSES, Dialect, dialect_of
+from .dialect import (
+    AUTO_DIALECT,
+    CHAT,
+    DIALECTS,
+    GEMINI,
+    MESSAGES,
+    RESPONSES,
+    Dialect,
+    dialect_of,
+)
 from .frames import Frame, FrameKind
+from .gemini import GeminiDialect
 from .messages import MessagesDialect
 from .responses import ResponsesDialect
 from .result import Anomaly, Call, Choice, Event, EventLog, Refusal, Result
@@ -44,6 +54,7 @@ ADAPTERS: dict[str, type[Dialect]] = {
     CHAT: ChatDialect,
     RESPONSES: ResponsesDialect,
     MESSAGES: MessagesDialect,
+    GEMINI: GeminiDialect,
 }
 
 

@@ -87,7 +87,7 @@ ALL_CASES = find_cases()
 
 def test_every_dialect_has_at_least_fifteen_cases():
     folders = {case.split("/")[0] for case, _, _ in ALL_CASES}
-    assert {"responses", "messages"} <= folders
+    assert {"responses", "messages", "gemini"} <= folders
     for folder in folders:
         assert sum(case.startswith(folder + "/") for case, _, _ in ALL_CASES) >= 15, folder
 
