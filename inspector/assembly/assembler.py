@@ -58,6 +58,10 @@ ADAPTERS: dict[str, type[Dialect]] = {
 }
 
 
+# Frame kinds read the same in every dialect (their refusal is generic).
+_NEUTRAL = (FrameKind.COMMENT, FrameKind.INVALID, FrameKind.ERROR)
+
+
 def _usable_string(value: Any) -> bool:
     return type(value) is str and value != ""
 
@@ -155,6 +159,12 @@ class Assembler:
         """`auto`: hold frames until one tells the dialect, then replay."""
         held = self._held
         assert held is not None
+        if not held and frame.kind in _NEUTRAL:
+            # Read at once: a live view must see such a refusal when it happens.
+            self._held = None
+            self.feed(frame)
+            self._held = held
+            return
         held.append(frame)
         decided = None
         if frame.kind is FrameKind.CHUNK:
