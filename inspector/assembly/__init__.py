@@ -1,6 +1,8 @@
 """Stream Inspector's assembler: a pure, sans-I/O core.
 
-Bytes (SSE, JSON Lines, or a HAR's event streams) go in, in pieces of any
+Bytes (SSE, JSON Lines, a JSON array, or a HAR's event streams) of any of
+four wire formats (chat completions, Responses, Anthropic Messages, Gemini)
+go in, in pieces of any
 size; frames, events and a `Result` come out, as the project's assembly spec
 lays down.  Nothing here imports Django, a database or the network.
 
@@ -10,18 +12,35 @@ lays down.  Nothing here imports Django, a database or the network.
 """
 
 from .assembler import LENIENT, POLICIES, STRICT, Assembler
+from .dialect import AUTO_DIALECT, DIALECTS, dialect_from_url, dialect_of
 from .errors import UnreadableInput
-from .formats import AUTO, FORMATS, HAR, JSONL, SSE, detect_format
+from .formats import AUTO, FORMATS, HAR, JSON_ARRAY, JSONL, SSE, detect_format
 from .frames import Frame, FrameKind
 from .har import HarStream, read_har
+from .jsonarray import JSONArrayReader
 from .readers import JSONLReader, SSEReader
-from .result import ANOMALY_KINDS, DROP_REASONS, REFUSAL_CODES, RETRYABLE, Call, Result
+from .result import ANOMALY_KINDS, DROP_REASONS, KINDS, REFUSAL_CODES, RETRYABLE, Call, Result
 from .scanner import ArgumentScanner
-from .stream import StreamAssembler, assemble, read_stream, slices, stream_bytes
+from .stream import (
+    StreamAssembler,
+    assemble,
+    read_stream,
+    slices,
+    stream_bytes,
+    stream_source,
+)
 
 __all__ = [
     "ANOMALY_KINDS",
     "AUTO",
+    "AUTO_DIALECT",
+    "DIALECTS",
+    "JSON_ARRAY",
+    "JSONArrayReader",
+    "KINDS",
+    "dialect_from_url",
+    "dialect_of",
+    "stream_source",
     "DROP_REASONS",
     "FORMATS",
     "HAR",

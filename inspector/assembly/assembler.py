@@ -1,18 +1,21 @@
-"""The tool-call assembler: frames in, events and a result out.
+"""The tool-call assembler core: frames in, events and a result out.
 
-Theory of operation (the law is the project's assembly spec; the section
-numbers below are its sections):
+Theory of operation (the law is the project's assembly spec, `assembly.md`,
+extended to four wire formats by `dialects.md`):
 
-* Each `choices[i]` is assembled on its own (section 2).  A tool-call delta
-  is normalised, resolved to a call by id first and index only as a hint,
-  then applies its identity and appends its fragment (section 3).
-* A call is *settled* once it holds an id, a name and arguments whose root
-  object closed; a settled call takes only deltas that name its id.  The
-  incremental `ArgumentScanner` says when the root closed (section 4).
-* The first refusal ends assembly: later frames count only for `usage`, and
-  the `refusal` event is appended last, at `finish()` (section 6).
-* `finish()` runs the end-of-stream checks and builds the `Result`
-  (sections 5 and 7).
+* One core of rules, whatever the wire format: identity is established once
+  and never erased (a different name is `IDENTITY_CONFLICT`), arguments are
+  scanned as they arrive and a call *settles* once it holds its identity and
+  its root object closed, the first refusal ends assembly (later frames
+  count only for `usage`, and the `refusal` event is appended last, at
+  `finish()`), the end checks and the batch rule (`finish()`).
+* A dialect adapter (`chat.py`, `responses.py`, `messages.py`, `gemini.py`)
+  reads its wire format's frames and feeds the core's operations:
+  `new_call`, `identify`, `append`, `close`, `text`, `reasoning`,
+  `refusal_text`, `take_usage`, `finish_choice`, `done`, `refuse`.
+* With dialect `auto`, frames are held until the first JSON object that is
+  not an error frame says which dialect the stream speaks (`dialect.py`),
+  then replayed; nothing deciding by the end means chat.
 
 The assembler never parses JSON but the arguments' final check: frames come
 in already classified and parsed (see `frames.py`).
@@ -25,14 +28,38 @@ from typing import Any
 
 import orjson
 
+from .chat import ChatDialect
+from .dialect import (
+    AUTO_DIALECT,
+    CHAT,
+    DIALECTS,
+    GEMINI,
+    MESSAGES,
+    RESPONSES,
+    Dialect,
+    dialect_of,
+)
 from .frames import Frame, FrameKind
-from .jsontext import compact
+from .gemini import GeminiDialect
+from .messages import MessagesDialect
+from .responses import ResponsesDialect
 from .result import Anomaly, Call, Choice, Event, EventLog, Refusal, Result
 from .scanner import BLANK
 
 STRICT = "strict"
 LENIENT = "lenient"
 POLICIES = (STRICT, LENIENT)
+
+ADAPTERS: dict[str, type[Dialect]] = {
+    CHAT: ChatDialect,
+    RESPONSES: ResponsesDialect,
+    MESSAGES: MessagesDialect,
+    GEMINI: GeminiDialect,
+}
+
+
+# Frame kinds read the same in every dialect (their refusal is generic).
+_NEUTRAL = (FrameKind.COMMENT, FrameKind.INVALID, FrameKind.ERROR)
 
 
 def _usable_string(value: Any) -> bool:
@@ -43,13 +70,26 @@ class Assembler:
     """Feed frames in order with `feed`; call `finish` once at the end.
 
     `events` grows as frames are fed (a live view can read it as it grows);
-    `refusal` is set the moment a refusal is decided.
+    `refusal` is set the moment a refusal is decided.  `dialect` is one of
+    `DIALECTS` or `auto`; `hint` is what decides `auto` when no frame does
+    before the first one that would (a HAR's request URL); `sse` says whether
+    the frames come from SSE (only there can an `event:` line be missing).
     """
 
-    def __init__(self, policy: str = STRICT) -> None:
+    def __init__(
+        self,
+        policy: str = STRICT,
+        dialect: str = AUTO_DIALECT,
+        *,
+        hint: str | None = None,
+        sse: bool = True,
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+        if dialect != AUTO_DIALECT and dialect not in DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
         self.policy = policy
+        self.sse = sse
         self.frames = 0
         self.done_frame: int | None = None
         self.refusal: Refusal | None = None
@@ -62,11 +102,31 @@ class Assembler:
         self.events = EventLog(self.started)
         self._log = self.events.items.append  # the hot path's append (see EventLog)
         self._after_done_noted = False
+        self._foreign_noted = False
         self._finished: Result | None = None
+        self.dialect: str = CHAT
+        self.adapter: Dialect
+        # Frames held while `auto` has not decided; None once it has.
+        self._held: list[Frame] | None = None
+        if dialect == AUTO_DIALECT and hint in DIALECTS:
+            dialect = hint
+        if dialect == AUTO_DIALECT:
+            self._held = []
+            self._use(CHAT)
+        else:
+            self._use(dialect)
+
+    def _use(self, dialect: str) -> None:
+        self.dialect = dialect
+        self.adapter = ADAPTERS[dialect](self)
+        self._chunk = self.adapter.chunk
 
     # -- frames -------------------------------------------------------------
 
     def feed(self, frame: Frame) -> None:
+        if self._held is not None:
+            self._hold(frame)
+            return
         self.frames = frame.number + 1
         if self.done_frame is not None:
             if not self._after_done_noted:
@@ -78,235 +138,173 @@ class Assembler:
             self._anomaly("unterminated_frame", frame.number)
         kind = frame.kind
         if kind is FrameKind.CHUNK:
-            self._chunk(frame.number, frame.payload)
+            self._chunk(frame.number, frame.payload, frame.event)
         elif kind is FrameKind.DONE:
-            self.done_frame = frame.number
-            if self.refusal is None:
-                self._event("done", frame.number)
+            self.adapter.done_literal(frame.number)
         elif kind is FrameKind.ERROR:
-            self._refuse("UPSTREAM_ERROR", _error_message(frame.payload), frame.number)
-            self._take_usage(frame.number, frame.payload)
+            self.adapter.error_frame(frame.number, frame.payload, frame.event)
         elif kind is FrameKind.INVALID:
             if frame.unterminated and frame.parse_failed:
-                self._refuse(
+                self.refuse(
                     "INCOMPLETE_STREAM",
                     "the connection was cut in the middle of a frame",
                     frame.number,
                 )
             else:
-                self._refuse("INVALID_FRAME", "frame data is not a JSON object", frame.number)
+                self.refuse("INVALID_FRAME", "frame data is not a JSON object", frame.number)
+        elif kind is FrameKind.PING and self.dialect == MESSAGES:
+            self.adapter.ping(frame.number, frame.event)  # type: ignore[attr-defined]
 
-    def _chunk(self, number: int, payload: dict[str, Any]) -> None:
-        if self.refusal is None:
-            choices = payload.get("choices")
-            if type(choices) is list:
-                for item in choices:
-                    if type(item) is dict:
-                        self._choice(number, item)
-                        if self.refusal is not None:
-                            break
-        self._take_usage(number, payload)
+    def _hold(self, frame: Frame) -> None:
+        """`auto`: hold frames until one tells the dialect, then replay."""
+        held = self._held
+        assert held is not None
+        if not held and frame.kind in _NEUTRAL:
+            # Read at once: a live view must see such a refusal when it happens.
+            self._held = None
+            self.feed(frame)
+            self._held = held
+            return
+        held.append(frame)
+        decided = None
+        if frame.kind is FrameKind.CHUNK:
+            decided = dialect_of(frame.payload)  # type: ignore[arg-type]
+        elif frame.kind is FrameKind.PING:
+            decided = MESSAGES
+        if decided is not None:
+            self._replay(decided)
 
-    def _take_usage(self, number: int, payload: dict[str, Any]) -> None:
-        usage = payload.get("usage")
+    def _replay(self, dialect: str) -> None:
+        held = self._held or []
+        self._held = None
+        if dialect != self.dialect:
+            self._use(dialect)
+        for frame in held:
+            self.feed(frame)
+
+    def cut_after_last_frame(self) -> None:
+        """The input ended between frames of a format that must close (a
+        JSON array with no `]`): `INCOMPLETE_STREAM` at the last frame."""
+        if self._held is not None:
+            self._replay(CHAT)
+        if self.done_frame is None:
+            self.refuse(
+                "INCOMPLETE_STREAM",
+                "the input ended before the JSON array closed",
+                self.frames - 1 if self.frames else None,
+            )
+
+    # -- operations the adapters feed ---------------------------------------
+
+    def choice(self, index: int) -> Choice:
+        choice = self.choices.get(index)
+        if choice is None:
+            choice = self.choices[index] = Choice(index)
+        return choice
+
+    def text(self, number: int, choice: Choice, text: str) -> None:
+        choice.text.append(text)
+        self._event("text_delta", number, fields={"choice": choice.index, "delta": text})
+
+    def reasoning(self, number: int, choice: Choice, text: str) -> None:
+        choice.reasoning.append(text)
+        self._event("reasoning_delta", number, fields={"choice": choice.index, "delta": text})
+
+    def refusal_text(self, choice: Choice, text: str) -> None:
+        """The model declining (not the assembler's refusal): no event."""
+        choice.refusal_text.append(text)
+
+    def take_usage(self, number: int, usage: Any) -> None:
         if type(usage) is dict:
             self.usage = usage
             self._event("usage", number, fields={"usage": usage})
 
-    def _choice(self, number: int, item: dict[str, Any]) -> None:
-        index = item.get("index")
-        if type(index) is not int or index < 0:
-            index = 0
-        choice = self.choices.get(index)
-        if choice is None:
-            choice = self.choices[index] = Choice(index)
-        delta = item.get("delta")
-        if type(delta) is dict:
-            self._delta(number, choice, delta)
-            if self.refusal is not None:
-                return
-        finish = item.get("finish_reason")
-        if type(finish) is str and finish:
-            choice.finish_reason = finish
-            self._event("finish", number, fields={"choice": index, "finish_reason": finish})
-            if finish == "error":
-                self._refuse(
-                    "UPSTREAM_ERROR",
-                    "the upstream ended the choice with finish_reason 'error'",
-                    number,
-                )
+    def finish_choice(self, number: int, choice: Choice, reason: str) -> None:
+        """A finish reason (non-empty): the last one wins; outside the
+        dialect's known set it is kept and noted."""
+        choice.finish_reason = reason
+        self._event("finish", number, fields={"choice": choice.index, "finish_reason": reason})
+        if reason not in self.adapter.known_finish:
+            self._anomaly("unknown_finish_reason", number, choice=choice.index)
 
-    def _delta(self, number: int, choice: Choice, delta: dict[str, Any]) -> None:
-        # `type(x) is str and x` is the hot path's inline form of _usable_string.
-        content = delta.get("content")
-        if type(content) is str and content:
-            choice.text.append(content)
-            self._event("text_delta", number, fields={"choice": choice.index, "delta": content})
-        reasoning = delta.get("reasoning_content")
-        if not (type(reasoning) is str and reasoning):
-            reasoning = delta.get("reasoning")
-        if type(reasoning) is str and reasoning:
-            choice.reasoning.append(reasoning)
-            self._event(
-                "reasoning_delta", number, fields={"choice": choice.index, "delta": reasoning}
-            )
-        refusal_text = delta.get("refusal")
-        if type(refusal_text) is str and refusal_text:
-            choice.refusal_text.append(refusal_text)
-        entries = delta.get("tool_calls")
-        if type(entries) is list:
-            for entry in entries:
-                self._tool_delta(number, choice, entry)
-                if self.refusal is not None:
-                    return
+    def done(self, number: int) -> None:
+        """The done frame: the stream is over.  A choice that never said why
+        gets `no_finish_reason` here (section 10)."""
+        self.done_frame = number
+        if self.refusal is None:
+            self._event("done", number)
+            for index in sorted(self.choices):
+                if self.choices[index].finish_reason is None:
+                    self._anomaly("no_finish_reason", number, choice=index)
 
-    # -- tool-call deltas (section 3) ---------------------------------------
+    def foreign(self, number: int) -> None:
+        """A frame of another dialect: no effect, noted once."""
+        if not self._foreign_noted and self.refusal is None:
+            self._foreign_noted = True
+            self._anomaly("foreign_frame", number)
 
-    def _tool_delta(self, number: int, choice: Choice, entry: Any) -> None:
-        if type(entry) is not dict:
-            self._anomaly("malformed_entry", number, choice=choice.index)
-            return
-        call_id = entry.get("id")
-        if not (type(call_id) is str and call_id):
-            call_id = None
-        function = entry.get("function")
-        if type(function) is dict:
-            name = function.get("name")
-            arguments = function.get("arguments")
-        else:
-            function = name = arguments = None
-        index = entry.get("index")
-        if type(index) is not int or index < 0:
-            index = None
-        not_string_anomaly = None
-        if type(arguments) is str:
-            fragment = arguments
-        elif arguments is None:
-            fragment = ""
-        else:
-            fragment = compact(arguments)
-            not_string_anomaly = self._anomaly("arguments_not_string", number)
-
-        has_name = type(name) is str and name != ""
-        target = self._resolve(number, choice, call_id, has_name, index, fragment)
-        if target is None:
-            return
-        if not_string_anomaly is not None:
-            not_string_anomaly.call = target
-        frames = target.frames
-        if not frames or frames[-1] != number:
-            frames.append(number)
-        if not self._apply_identity(number, choice, target, entry, function, index):
-            return
-        self._append(number, choice, target, fragment)
-
-    def _candidates(self, choice: Choice, index: int | None) -> list[Call]:
-        unsettled = choice.unsettled
-        if index is None:
-            return unsettled
-        holding = [call for call in unsettled if call.index == index]
-        return holding or [call for call in unsettled if call.index is None]
-
-    def _resolve(
-        self,
-        number: int,
-        choice: Choice,
-        call_id: str | None,
-        has_name: bool,
-        index: int | None,
-        fragment: str,
-    ) -> Call | None:
-        """Rules 1-3: the call this delta belongs to, a new call, or None
-        (dropped or refused)."""
-        if call_id is not None:
-            known = choice.by_id.get(call_id)
-            if known is not None:
-                return known
-            id_less = [c for c in self._candidates(choice, index) if c.id is None]
-            if len(id_less) == 1:
-                return id_less[0]
-            call = self._new_call(choice)
-            if index is not None and index in choice.held_indexes:
-                self._anomaly("index_reused", number, call=call)
-            return call
-        candidates = self._candidates(choice, index)
-        if len(candidates) == 1:
-            return candidates[0]
-        if candidates:
-            if self.policy == STRICT:
-                self._refuse(
-                    "AMBIGUOUS_CONTINUATION",
-                    f"a delta without an id fits {len(candidates)} unsettled calls",
-                    number,
-                )
-                return None
-            guess = _most_recent(candidates)
-            self._anomaly("guessed_continuation", number, call=guess)
-            return guess
-        if has_name or (index is not None and fragment.strip(BLANK)):
-            return self._new_call(choice)
-        reason = "empty_delta" if index is not None else "orphan_continuation"
-        self.dropped.append({"frame": number, "choice": choice.index, "reason": reason})
-        self._event("dropped", number, fields={"choice": choice.index, "reason": reason})
-        return None
-
-    def _new_call(self, choice: Choice) -> Call:
-        call = Call(choice.index, len(self.calls))
+    def new_call(self, choice: Choice, kind: str = "function", scanned: bool = True) -> Call:
+        call = Call(choice.index, len(self.calls), kind, scanned)
         self.calls.append(call)
         choice.calls.append(call)
         choice.unsettled.append(call)
         return call
 
-    def _apply_identity(
+    def touch(self, number: int, call: Call) -> None:
+        """Record that a delta of frame `number` resolved to `call`."""
+        frames = call.frames
+        if not frames or frames[-1] != number:
+            frames.append(number)
+
+    def identify(
         self,
         number: int,
         choice: Choice,
         call: Call,
-        entry: dict[str, Any],
-        function: dict[str, Any] | None,
-        index: int | None,
+        call_id: Any,
+        name: Any,
+        *,
+        id_sent: bool,
+        name_sent: bool,
     ) -> bool:
-        """Establish id and name, note ignored ones; False on a conflict."""
-        if (
-            index == call.index
-            and "id" not in entry
-            and (function is None or "name" not in function)
-        ):
-            return True  # a plain continuation: nothing to establish or ignore
-        call_id = entry.get("id")
+        """Establish id and name, note ignored ones; False on a conflict.
+
+        A different id than the one held is the anomaly `call_id_changed`
+        (the first stays); a different name is `IDENTITY_CONFLICT`.
+        """
         if _usable_string(call_id):
             if call.id is None:
                 call.id = call_id
-                choice.by_id[call_id] = call
+                choice.by_id.setdefault(call_id, call)
                 self._event("identity", number, call, {"field": "id", "value": call_id})
-        elif "id" in entry:
+            elif call.id != call_id:
+                self._anomaly("call_id_changed", number, call=call)
+        elif id_sent:
             self._event("identity_ignored", number, call, {"field": "id", "value": call_id})
-        if function is not None:
-            name = function.get("name")
-            if _usable_string(name):
-                if call.name is None:
-                    call.name = name
-                    self._event("identity", number, call, {"field": "name", "value": name})
-                elif call.name != name:
-                    self._refuse(
-                        "IDENTITY_CONFLICT",
-                        f"call {call.id or call.name!r} is named "
-                        f"{call.name!r}, a later delta names it {name!r}",
-                        number,
-                        call,
-                    )
-                    return False
-            elif "name" in function:
-                self._event("identity_ignored", number, call, {"field": "name", "value": name})
-        if index is not None:
-            if call.index is None:
-                call.index = index
-                choice.held_indexes.add(index)
-            elif call.index != index:
-                self._anomaly("index_changed", number, call=call)
+        if _usable_string(name):
+            if call.name is None:
+                call.name = name
+                self._event("identity", number, call, {"field": "name", "value": name})
+            elif call.name != name:
+                if self.dialect == CHAT:
+                    who, later = f"call {call.id or call.name!r}", "a later delta"
+                else:
+                    who = f"{self.adapter.describe(call)} (call {call.id or call.name!r})"
+                    later = f"frame {number}"
+                self.refuse(
+                    "IDENTITY_CONFLICT",
+                    f"{who} is named {call.name!r}, {later} names it {name!r}",
+                    number,
+                    call,
+                )
+                return False
+        elif name_sent:
+            self._event("identity_ignored", number, call, {"field": "name", "value": name})
         return True
 
-    def _append(self, number: int, choice: Choice, call: Call, fragment: str) -> None:
+    def append(self, number: int, choice: Choice, call: Call, fragment: str) -> None:
+        """Append a fragment (maybe empty); start the call once it holds an
+        id or a name; settle it when its root object closed."""
         scanner = call.scanner
         if fragment:
             call.fragment_frames.append(number)
@@ -322,7 +320,7 @@ class Assembler:
             self.started.append(call)
             self._event("toolcall_start", number, call)
             if scanner.length:
-                self._event("toolcall_delta", number, call, call.arguments_text)
+                self._event("toolcall_delta", number, call, "".join(call.pieces))
         elif fragment:  # the hot path: one event per fragment, its fields the bare text
             self._log((number, call.position, fragment))
         if (
@@ -331,9 +329,31 @@ class Assembler:
             and call.id is not None
             and call.name is not None
         ):
-            call.settled_frame = number
+            self._settle(number, choice, call)
+
+    def close(self, number: int, choice: Choice, call: Call) -> None:
+        """A frame closed the call (a final copy, a block stop, a whole
+        part): calls that are not scanned, or need no id, settle here."""
+        if call.closed_frame is None:
+            call.closed_frame = number
+        if (
+            call.settled_frame is None
+            and call.started_frame is not None
+            and call.name is not None
+            and (call.id is not None or not call.needs_id)
+            and (not call.scanned or call.scanner.closed_at is not None)
+        ):
+            self._settle(number, choice, call)
+
+    def _settle(self, number: int, choice: Choice, call: Call) -> None:
+        call.settled_frame = number
+        if call in choice.unsettled:
             choice.unsettled.remove(call)
-            self._event("settled", number, call)
+        self._event("settled", number, call)
+
+    def drop(self, number: int, choice: int, reason: str) -> None:
+        self.dropped.append({"frame": number, "choice": choice, "reason": reason})
+        self._event("dropped", number, fields={"choice": choice, "reason": reason})
 
     # -- bookkeeping --------------------------------------------------------
 
@@ -354,7 +374,9 @@ class Assembler:
         self._event("anomaly", frame, fields={"anomaly": anomaly})
         return anomaly
 
-    def _refuse(
+    anomaly = _anomaly
+
+    def refuse(
         self,
         code: str,
         message: str,
@@ -365,12 +387,16 @@ class Assembler:
         if self.refusal is None:
             self.refusal = Refusal(code, message, frame, call, choice)
 
+    _refuse = refuse
+
     # -- end of stream (section 5) ------------------------------------------
 
     def finish(self) -> Result:
         """Run the end-of-stream checks once and return the result."""
         if self._finished is not None:
             return self._finished
+        if self._held is not None:
+            self._replay(CHAT)
         end = (
             self.done_frame
             if self.done_frame is not None
@@ -390,6 +416,7 @@ class Assembler:
             )
         self._finished = Result(
             policy=self.policy,
+            dialect=self.dialect,
             frames=self.frames,
             refusal=self.refusal,
             usage=self.usage,
@@ -402,26 +429,39 @@ class Assembler:
         return self._finished
 
     def _check_end(self, end: int | None, calls: list[Call]) -> None:
-        finished = any(choice.finish_reason for choice in self.choices.values())
-        if self.done_frame is None:
-            if not finished:
-                self._refuse(
-                    "INCOMPLETE_STREAM", "the input ended with no [DONE] and no finish_reason", end
+        adapter = self.adapter
+        adapter.at_end(end)
+        if self.refusal is not None:
+            return
+        if not adapter.has_done_frame:
+            if not adapter.complete():
+                self.refuse(
+                    "INCOMPLETE_STREAM",
+                    "the input ended before every candidate had a finish reason",
+                    end,
+                )
+                return
+        elif self.done_frame is None:
+            if not any(choice.finish_reason for choice in self.choices.values()):
+                self.refuse(
+                    "INCOMPLETE_STREAM",
+                    "the input ended with no done frame and no finish reason",
+                    end,
                 )
                 return
             self._anomaly("missing_done", end)
         for index in sorted(self.choices):
-            choice = self.choices[index]
-            reason = choice.finish_reason
-            if (reason == "stop" and choice.calls) or (reason == "tool_calls" and not choice.calls):
+            if adapter.mismatch(self.choices[index]):
                 self._anomaly("finish_mismatch", end, choice=index)
         for call in calls:
             if not self._check_call(end, call):
                 return
         for index in sorted(self.choices) or [0]:
             choice = self.choices.get(index)
-            if choice is None or not (choice.text or choice.refusal_text or choice.calls):
-                self._refuse(
+            if choice is None or not (
+                choice.text or choice.refusal_text or choice.calls or adapter.answered(choice)
+            ):
+                self.refuse(
                     "EMPTY_RESPONSE",
                     f"choice {index} has no text, no refusal text and no tool calls",
                     end,
@@ -430,15 +470,27 @@ class Assembler:
                 return
 
     def _check_call(self, end: int | None, call: Call) -> bool:
-        missing = [field for field in ("id", "name") if getattr(call, field) is None]
+        missing = [
+            field
+            for field in ("id", "name")
+            if getattr(call, field) is None and (field == "name" or call.needs_id)
+        ]
         if missing:
-            self._refuse(
+            self.refuse(
+                "MALFORMED_TOOL_CALL", self.adapter.malformed_message(call, missing), end, call
+            )
+            return False
+        if call.must_close and call.closed_frame is None:
+            self.refuse(
                 "MALFORMED_TOOL_CALL",
-                f"call #{call.position} never received its {' or '.join(missing)}",
+                f"{self.adapter.describe(call)} was still streaming its arguments at the end",
                 end,
                 call,
             )
             return False
+        if not call.scanned:
+            call.arguments = call.value if call.value is not None else call.arguments_text
+            return True
         text = call.arguments_text
         if not text.strip(BLANK):
             call.arguments = {}
@@ -463,27 +515,11 @@ class Assembler:
             slot = bisect_right(starts, offset) - 1
         frame = call.fragment_frames[slot]
         call.invalid_at = {"frame": frame, "offset": offset, "message": message}
-        self._refuse(
+        self.refuse(
             "INVALID_ARGUMENTS",
-            f"arguments of call #{call.position} are not one "
+            f"arguments of {self.adapter.describe(call)} are not one "
             f"JSON object: {message} at offset {offset}",
             frame,
             call,
         )
         return False
-
-
-def _most_recent(candidates: list[Call]) -> Call:
-    started = [call for call in candidates if call.start_order is not None]
-    if started:
-        return max(started, key=lambda call: call.start_order)
-    return max(candidates, key=lambda call: call.seen_order)
-
-
-def _error_message(payload: dict[str, Any]) -> str:
-    error = payload.get("error")
-    if type(error) is dict and _usable_string(error.get("message")):
-        return f"upstream error: {error['message']}"
-    if _usable_string(error):
-        return f"upstream error: {error}"
-    return "the upstream sent an error frame"

@@ -1,13 +1,21 @@
-"""Telling the input's format: by file name first, else by its first bytes."""
+"""Telling the input's format: by its content first, else by its file name.
+
+Content decides when it can (an SSE field line, a HAR document, a JSON
+array, JSON Lines); the extension only when the first bytes do not tell, so
+JSON Lines recordings named `*.chunks.txt` read as JSON Lines.
+"""
 
 from __future__ import annotations
 
 import re
 
+import orjson
+
 from .errors import UnreadableInput
 
-SSE, JSONL, HAR, AUTO = "sse", "jsonl", "har", "auto"
-FORMATS = (SSE, JSONL, HAR)
+SSE, JSONL, HAR, JSON_ARRAY, AUTO = "sse", "jsonl", "har", "json-array", "auto"
+FORMATS = (SSE, JSONL, HAR, JSON_ARRAY)
+STREAM_FORMATS = (SSE, JSONL, JSON_ARRAY)  # what a stream's bytes are read as
 
 _BY_EXTENSION = {
     ".sse": SSE,
@@ -16,33 +24,66 @@ _BY_EXTENSION = {
     ".jsonl": JSONL,
     ".ndjson": JSONL,
     ".har": HAR,
+    ".json": JSON_ARRAY,
 }
 _SSE_START = re.compile(rb"(data|event|id|retry)(:|\r|\n|$)|:")
 _HAR_START = re.compile(rb'\{\s*"log"\s*:')
 SNIFF_BYTES = 4096
 
 
-def detect_format(name: str | None, head: bytes) -> str:
-    """The format of an input called `name` (may be None) starting with `head`.
+def by_content(data: bytes) -> str | None:
+    """The format the first bytes of `data` show, or None.
 
-    Raises UnreadableInput when neither tells.
+    `[` not followed by `DONE]` is a JSON array; a `{` that opens one JSON
+    object spanning several lines (a pretty-printed whole body) is read as a
+    one-element JSON array, any other `{` as JSON Lines.
     """
+    text = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf").lstrip()
+    if not text:
+        return None
+    if _SSE_START.match(text):
+        return SSE
+    if _HAR_START.match(text):
+        return HAR
+    if text.startswith((b"[DONE]", b'"[DONE]"')):
+        return JSONL
+    if text[:1] == b"[":
+        return JSON_ARRAY
+    if text[:1] == b"{":
+        return JSON_ARRAY if _one_multiline_object(data) else JSONL
+    return None
+
+
+def _one_multiline_object(data: bytes) -> bool:
+    body = data.lstrip(b"\xef\xbb\xbf").strip()
+    if b"\n" not in body and b"\r" not in body:
+        return False
+    try:
+        return type(orjson.loads(body)) is dict
+    except orjson.JSONDecodeError:
+        return False
+
+
+def by_extension(name: str | None) -> str | None:
     if name:
         lowered = name.lower()
         for extension, fmt in _BY_EXTENSION.items():
             if lowered.endswith(extension):
                 return fmt
-    text = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf").lstrip()
-    if not text:
+    return None
+
+
+def detect_format(name: str | None, head: bytes) -> str:
+    """The format of an input called `name` (may be None) starting with
+    `head` (the whole input when a whole body should be recognised).
+
+    Raises UnreadableInput when neither tells.
+    """
+    fmt = by_content(head) or by_extension(name)
+    if fmt is not None:
+        return fmt
+    if not head.lstrip(b"\xef\xbb\xbf").strip():
         return SSE  # an empty stream reads the same in every format: 0 frames
-    if _SSE_START.match(text):
-        return SSE
-    if _HAR_START.match(text):
-        return HAR
-    if text[:1] == b"{":
-        return JSONL
-    if text.startswith((b"[DONE]", b'"[DONE]"')):
-        return JSONL
     raise UnreadableInput(
-        "can't tell the format from the first bytes; pass --format sse, jsonl or har"
+        "can't tell the format from the first bytes; pass --format sse, jsonl, json-array or har"
     )

@@ -19,18 +19,30 @@ class FrameKind(StrEnum):
     ERROR = "error"
     COMMENT = "comment"
     INVALID = "invalid"
+    PING = "ping"  # data {"type":"ping"}: a keep-alive in every dialect (dialects.md section 1)
 
 
 class Frame:
     """One numbered frame.
 
     `raw` is the block as it was read (its lines joined by LF), `data` the
-    joined `data:` lines, `payload` the parsed JSON object for chunk and error
-    frames.  `unterminated` marks a last block that the input cut off before
-    its blank line; `parse_failed` tells a cut from a well-formed non-object.
+    joined `data:` lines, `payload` the parsed JSON object for chunk, error
+    and ping frames, `event` the SSE block's `event:` field (None when it had
+    none, and for JSON Lines and JSON arrays).  `unterminated` marks a last
+    block that the input cut off before its blank line; `parse_failed` tells
+    a cut from a well-formed non-object.
     """
 
-    __slots__ = ("number", "kind", "raw", "data", "payload", "unterminated", "parse_failed")
+    __slots__ = (
+        "number",
+        "kind",
+        "raw",
+        "data",
+        "payload",
+        "unterminated",
+        "parse_failed",
+        "event",
+    )
 
     def __init__(
         self,
@@ -42,6 +54,7 @@ class Frame:
         *,
         unterminated: bool = False,
         parse_failed: bool = False,
+        event: str | None = None,
     ) -> None:
         self.number = number
         self.kind = kind
@@ -50,6 +63,7 @@ class Frame:
         self.payload = payload
         self.unterminated = unterminated
         self.parse_failed = parse_failed
+        self.event = event
 
     def __repr__(self) -> str:
         return f"Frame({self.number}, {self.kind.value}, {self.raw[:40]!r})"
@@ -69,22 +83,34 @@ def classify(
     *,
     done_literals: tuple[str, ...] = ("[DONE]",),
     unterminated: bool = False,
+    event: str | None = None,
 ) -> Frame:
     """Build the frame for a block (or line) whose data is `data`.
 
     An empty `data` means the block held only comments.
     """
     if not data:
-        return Frame(number, FrameKind.COMMENT, raw, data, unterminated=unterminated)
+        return Frame(number, FrameKind.COMMENT, raw, data, unterminated=unterminated, event=event)
     if data.strip() in done_literals:
-        return Frame(number, FrameKind.DONE, raw, data, unterminated=unterminated)
+        return Frame(number, FrameKind.DONE, raw, data, unterminated=unterminated, event=event)
     try:
         payload = orjson.loads(data)
     except orjson.JSONDecodeError:
         return Frame(
-            number, FrameKind.INVALID, raw, data, unterminated=unterminated, parse_failed=True
+            number,
+            FrameKind.INVALID,
+            raw,
+            data,
+            unterminated=unterminated,
+            parse_failed=True,
+            event=event,
         )
     if type(payload) is not dict:
-        return Frame(number, FrameKind.INVALID, raw, data, unterminated=unterminated)
-    kind = FrameKind.ERROR if _is_error_payload(payload) else FrameKind.CHUNK
-    return Frame(number, kind, raw, data, payload, unterminated=unterminated)
+        return Frame(number, FrameKind.INVALID, raw, data, unterminated=unterminated, event=event)
+    if _is_error_payload(payload):
+        kind = FrameKind.ERROR
+    elif len(payload) == 1 and payload.get("type") == "ping":
+        kind = FrameKind.PING
+    else:
+        kind = FrameKind.CHUNK
+    return Frame(number, kind, raw, data, payload, unterminated=unterminated, event=event)

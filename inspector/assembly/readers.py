@@ -15,7 +15,8 @@ JSONL_DONE = ("[DONE]", '"[DONE]"')
 
 class SSEReader:
     """Server-Sent Events: a block ends at a blank line; `data:` lines are
-    joined with LF; lines starting with `:` are comments; other fields are
+    joined with LF; lines starting with `:` are comments; the `event:` field
+    is kept as the frame's `event` (dialects.md section 1); other fields are
     ignored.  A block is a frame when it has data or a comment."""
 
     def __init__(self) -> None:
@@ -23,6 +24,7 @@ class SSEReader:
         self._raw: list[str] = []
         self._data: list[str] = []
         self._has_comment = False
+        self._event: str | None = None
         self._count = 0
 
     def feed(self, data: bytes) -> list[Frame]:
@@ -61,10 +63,12 @@ class SSEReader:
         name, colon, value = line.partition(":")
         if name == "data":
             self._data.append(value[1:] if value[:1] == " " else value)
+        elif name == "event":
+            self._event = value[1:] if value[:1] == " " else value
 
     def _end_block(self, *, unterminated: bool = False) -> Frame | None:
-        raw, data, has_comment = self._raw, self._data, self._has_comment
-        self._raw, self._data, self._has_comment = [], [], False
+        raw, data, has_comment, event = self._raw, self._data, self._has_comment, self._event
+        self._raw, self._data, self._has_comment, self._event = [], [], False, None
         text = data[0] if len(data) == 1 else "\n".join(data)
         if not text and not has_comment:
             return None
@@ -73,6 +77,7 @@ class SSEReader:
             raw[0] if len(raw) == 1 else "\n".join(raw),
             text,
             unterminated=unterminated,
+            event=event,
         )
         self._count += 1
         return frame

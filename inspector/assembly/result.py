@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from .scanner import ArgumentScanner
+from .scanner import ArgumentScanner, TextScanner
 
 # code -> retryable by default (spec section 6)
 RETRYABLE = {
@@ -24,6 +24,8 @@ RETRYABLE = {
     "IDENTITY_CONFLICT": False,
     "INVALID_ARGUMENTS": False,
     "INVALID_FRAME": False,
+    "INCONSISTENT_CALL": True,  # dialects.md section 6
+    "SPLICED_STREAM": True,
 }
 REFUSAL_CODES = tuple(RETRYABLE)
 ANOMALY_KINDS = (
@@ -36,18 +38,57 @@ ANOMALY_KINDS = (
     "missing_done",
     "data_after_done",
     "finish_mismatch",
+    "no_finish_reason",  # assembly.md section 10
+    "unknown_finish_reason",
+    # dialects.md section 6
+    "event_type_mismatch",
+    "event_name_missing",
+    "foreign_frame",
+    "item_id_changed",
+    "call_id_changed",
+    "sequence_gap",
+    "sequence_disorder",
+    "resumed_stream",
+    "item_not_done",
+    "arguments_only_in_done",
+    "block_not_stopped",
+    "arguments_only_in_start",
+    "start_input_discarded",
+    "repeated_start",
 )
+KINDS = ("function", "custom", "builtin", "server")  # dialects.md section 2
 DROP_REASONS = ("empty_delta", "orphan_continuation")
 
 
 class Call:
-    """One tool call as it is being assembled."""
+    """One tool call as it is being assembled.
+
+    `kind` is one of `KINDS`.  A call whose text is JSON (`scanned`) has an
+    `ArgumentScanner`; the others (custom input, builtin pieces, Gemini's
+    partialArgs) a `TextScanner`, which only counts.  `value`, when set, is
+    the arguments the end check takes as they are (a builtin's action object,
+    a custom call's text); `final_text`, when set, is the `arguments_text`
+    shown in place of the joined fragments (Gemini's streamed arguments,
+    whose fragments are path pieces).  `needs_id` is False where the dialect
+    pairs results without ids; `must_close` marks calls that fail unless a
+    frame closed them (`closed_frame`).
+    """
 
     __slots__ = (
         "choice",
         "id",
         "name",
         "index",
+        "kind",
+        "item_id",
+        "block",
+        "scanned",
+        "needs_id",
+        "must_close",
+        "closed_frame",
+        "value",
+        "final_text",
+        "follows",
         "scanner",
         "pieces",
         "fragment_frames",
@@ -62,12 +103,28 @@ class Call:
         "start_order",
     )
 
-    def __init__(self, choice: int, seen_order: int) -> None:
+    def __init__(
+        self, choice: int, seen_order: int, kind: str = "function", scanned: bool = True
+    ) -> None:
         self.choice = choice
         self.id: str | None = None
         self.name: str | None = None
         self.index: int | None = None
-        self.scanner = ArgumentScanner()
+        self.kind = kind
+        self.item_id: str | None = None
+        self.block: int | None = None
+        self.scanned = scanned
+        self.needs_id = kind != "server"
+        self.must_close = False
+        self.closed_frame: int | None = None
+        self.value: Any = None
+        self.final_text: str | None = None
+        # (the call that held this call's index when it began, whether that
+        # call had settled): what a MALFORMED_TOOL_CALL message points at.
+        self.follows: tuple[Call, bool] | None = None
+        self.scanner: ArgumentScanner | TextScanner = (
+            ArgumentScanner() if scanned else TextScanner()
+        )
         self.pieces: list[str] = []
         # Non-empty fragments: the frame each came in and its start offset.
         self.fragment_frames = array("q")
@@ -83,6 +140,8 @@ class Call:
 
     @property
     def arguments_text(self) -> str:
+        if self.final_text is not None:
+            return self.final_text
         return "".join(self.pieces)
 
     def fragments(self, start: int = 0) -> list[tuple[int, int, str]]:
@@ -97,6 +156,9 @@ class Call:
             "id": self.id,
             "name": self.name,
             "index": self.index,
+            "kind": self.kind,
+            "item_id": self.item_id,
+            "block": self.block,
             "arguments": self.arguments,
             "arguments_text": self.arguments_text,
             "started_frame": self.started_frame,
@@ -115,6 +177,7 @@ class Choice:
         "reasoning",
         "refusal_text",
         "finish_reason",
+        "finish_detail",
         "calls",
         "unsettled",
         "by_id",
@@ -127,6 +190,7 @@ class Choice:
         self.reasoning: list[str] = []
         self.refusal_text: list[str] = []
         self.finish_reason: str | None = None
+        self.finish_detail: str | None = None
         self.calls: list[Call] = []
         self.unsettled: list[Call] = []
         self.by_id: dict[str, Call] = {}
@@ -139,6 +203,7 @@ class Choice:
             "reasoning": "".join(self.reasoning),
             "refusal_text": "".join(self.refusal_text),
             "finish_reason": self.finish_reason,
+            "finish_detail": self.finish_detail,
         }
 
 
@@ -301,6 +366,7 @@ class Result:
         self,
         *,
         policy: str,
+        dialect: str = "chat",
         frames: int,
         refusal: Refusal | None,
         usage: dict[str, Any] | None,
@@ -311,6 +377,7 @@ class Result:
         events: EventLog,
     ) -> None:
         self.policy = policy
+        self.dialect = dialect
         self.frames = frames
         self.refusal = refusal
         self.usage = usage
@@ -332,6 +399,7 @@ class Result:
         first = self.choice0
         return {
             "policy": self.policy,
+            "dialect": self.dialect,
             "outcome": self.outcome,
             "refusal": self.refusal.to_dict() if self.refusal else None,
             "frames": self.frames,

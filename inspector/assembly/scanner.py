@@ -139,3 +139,24 @@ class ArgumentScanner:
                     self.closed_at = base + pos
                     return pos
         return pos
+
+
+class TextScanner:
+    """The scanner of a call whose text is not JSON (a custom call's input,
+    a builtin's streamed pieces, Gemini's path pieces): it only counts
+    characters, and its text never closes or turns invalid."""
+
+    __slots__ = ("length",)
+
+    closed_at = None
+    invalid_at = None
+    invalid_reason = ""
+    depth = 0
+    in_string = False
+    closed = False
+
+    def __init__(self) -> None:
+        self.length = 0
+
+    def feed(self, fragment: str) -> None:
+        self.length += len(fragment)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from .assembler import STRICT, Assembler
+from .dialect import AUTO_DIALECT, dialect_from_url
 from .errors import UnreadableInput
-from .formats import AUTO, HAR, JSONL, SSE, detect_format
+from .formats import AUTO, HAR, JSON_ARRAY, JSONL, SSE, STREAM_FORMATS, detect_format
 from .frames import Frame
 from .har import read_har
+from .jsonarray import JSONArrayReader
 from .readers import JSONLReader, SSEReader
 from .result import Result
 
@@ -22,17 +24,30 @@ class StreamAssembler:
     the input completed, and `results` then holds one result per policy.
 
     Several policies can follow the same frames at once, so the bytes are
-    split and parsed once however many results are wanted.
+    split and parsed once however many results are wanted.  `dialect` is one
+    of the dialects or `auto`; `hint` decides `auto` in place of the frames
+    (a HAR entry's request URL, `dialect_from_url`).
     """
 
-    def __init__(self, fmt: str = SSE, policies: Iterable[str] = (STRICT,)) -> None:
+    def __init__(
+        self,
+        fmt: str = SSE,
+        policies: Iterable[str] = (STRICT,),
+        *,
+        dialect: str = AUTO_DIALECT,
+        hint: str | None = None,
+    ) -> None:
         if fmt == SSE:
-            self.reader: SSEReader | JSONLReader = SSEReader()
+            self.reader: SSEReader | JSONLReader | JSONArrayReader = SSEReader()
         elif fmt == JSONL:
             self.reader = JSONLReader()
+        elif fmt == JSON_ARRAY:
+            self.reader = JSONArrayReader()
         else:
-            raise UnreadableInput(f"a stream is read as sse or jsonl, not {fmt!r}")
-        self.assemblers = {policy: Assembler(policy) for policy in policies}
+            raise UnreadableInput(f"a stream is read as sse, jsonl or json-array, not {fmt!r}")
+        self.assemblers = {
+            policy: Assembler(policy, dialect, hint=hint, sse=fmt == SSE) for policy in policies
+        }
         self._feeds = [assembler.feed for assembler in self.assemblers.values()]
         self.results: dict[str, Result] = {}
 
@@ -41,6 +56,9 @@ class StreamAssembler:
 
     def close(self) -> list[Frame]:
         frames = self._assemble(self.reader.close())
+        if getattr(self.reader, "cut_between", False):
+            for assembler in self.assemblers.values():
+                assembler.cut_after_last_frame()
         self.results = {policy: asm.finish() for policy, asm in self.assemblers.items()}
         return frames
 
@@ -52,8 +70,15 @@ class StreamAssembler:
 
 
 def stream_bytes(data: bytes, fmt: str, entry: int = 0) -> tuple[str, bytes]:
-    """The stream inside an input: (sse or jsonl, its bytes).  A HAR gives its
-    `entry`-th event-stream response, read as SSE."""
+    """The stream inside an input: (sse, jsonl or json-array, its bytes).  A
+    HAR gives its `entry`-th event-stream response, read as SSE."""
+    fmt, body, _ = stream_source(data, fmt, entry)
+    return fmt, body
+
+
+def stream_source(data: bytes, fmt: str, entry: int = 0) -> tuple[str, bytes, str | None]:
+    """As `stream_bytes`, plus the dialect the input names, if any: a HAR
+    entry's request URL (`/responses`, `/messages`, ...)."""
     if fmt == HAR:
         streams = read_har(data)
         if not 0 <= entry < len(streams):
@@ -61,8 +86,8 @@ def stream_bytes(data: bytes, fmt: str, entry: int = 0) -> tuple[str, bytes]:
                 f"HAR entry {entry} out of range: it holds {len(streams)} "
                 "event stream(s), counted from 0"
             )
-        return SSE, streams[entry].body
-    return fmt, data
+        return SSE, streams[entry].body, dialect_from_url(streams[entry].url)
+    return fmt, data, None
 
 
 def slices(data: bytes, size: int) -> Iterator[bytes]:
@@ -78,10 +103,12 @@ def read_stream(
     policies: Iterable[str] = (STRICT,),
     *,
     chunk_bytes: int | None = None,
+    dialect: str = AUTO_DIALECT,
+    hint: str | None = None,
 ) -> tuple[list[Frame], dict[str, Result]]:
-    """Read a stream (`sse` or `jsonl`) once: all its frames, and one result
-    per policy.  Keeps every frame; `assemble` keeps none."""
-    stream = StreamAssembler(fmt, policies)
+    """Read a stream (`sse`, `jsonl` or `json-array`) once: all its frames,
+    and one result per policy.  Keeps every frame; `assemble` keeps none."""
+    stream = StreamAssembler(fmt, policies, dialect=dialect, hint=hint)
     frames: list[Frame] = []
     for piece in slices(body, chunk_bytes or len(body) or 1):
         frames.extend(stream.feed(piece))
@@ -97,16 +124,41 @@ def assemble(
     policy: str = STRICT,
     entry: int = 0,
     chunk_bytes: int | None = None,
+    dialect: str = AUTO_DIALECT,
+    hint: str | None = None,
 ) -> Result:
     """Assemble a whole input held in memory.
 
     `chunk_bytes` feeds the stream that many bytes at a time, the way a
     network might have cut it; the result is the same for every size.
+    With `fmt` auto, when the chosen format reads no frame at all from input
+    that is not blank, the other stream formats are tried in turn and the
+    first that reads a frame wins.
     """
-    if fmt == AUTO:
+    detected = fmt == AUTO
+    if detected:
         fmt = detect_format(name, data)
-    fmt, body = stream_bytes(data, fmt, entry)
-    stream = StreamAssembler(fmt, (policy,))
+    fmt, body, named = stream_source(data, fmt, entry)
+    hint = hint or named
+    result = _assemble_as(fmt, body, policy, chunk_bytes, dialect, hint)
+    if detected and result.frames == 0 and body.strip():
+        for other in STREAM_FORMATS:
+            if other != fmt:
+                retry = _assemble_as(other, body, policy, chunk_bytes, dialect, hint)
+                if retry.frames:
+                    return retry
+    return result
+
+
+def _assemble_as(
+    fmt: str,
+    body: bytes,
+    policy: str,
+    chunk_bytes: int | None,
+    dialect: str,
+    hint: str | None,
+) -> Result:
+    stream = StreamAssembler(fmt, (policy,), dialect=dialect, hint=hint)
     # Even a whole input is fed in slices: each slice's frames (and their
     # parsed payloads) are dropped as soon as they are assembled, instead of
     # all living at once and keeping the cyclic garbage collector busy.

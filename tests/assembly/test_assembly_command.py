@@ -138,9 +138,17 @@ def test_the_format_option_overrides_the_extension(tmp_path, capsys):
     path.write_bytes(jsonl(text("Hi", finish="stop"), "[DONE]"))
     status, result = call(str(path), capsys=capsys, format="jsonl")
     assert (status, result["text"], result["frames"]) == (0, "Hi", 2)
-    # Read as SSE (by its extension) the same bytes hold no frame at all.
-    status, result = call(str(path), capsys=capsys)
+    # Read as SSE the same bytes hold no frame at all.
+    status, result = call(str(path), capsys=capsys, format="sse")
     assert (status, result["frames"]) == (1, 0)
+
+
+def test_auto_format_goes_by_content_before_the_extension(tmp_path, capsys):
+    # JSON Lines recordings are often saved as *.chunks.txt.
+    path = tmp_path / "provider.chunks.txt"
+    path.write_bytes(jsonl(text("Hi", finish="stop"), "[DONE]"))
+    status, result = call(str(path), capsys=capsys)
+    assert (status, result["text"], result["frames"]) == (0, "Hi", 2)
 
 
 def test_the_extension_tells_the_format(tmp_path, capsys):
@@ -215,11 +223,14 @@ def test_a_stream_written_by_the_helpers_round_trips_through_a_file(tmp_path, ca
 @pytest.mark.parametrize(
     ("name", "head", "expected"),
     [
-        ("capture.SSE", b"{}", "sse"),
-        ("capture.txt", b"{}", "sse"),
-        ("capture.jsonl", b"data: x", "jsonl"),
+        ("capture.SSE", b"", "sse"),
+        ("capture.txt", b"{}", "jsonl"),
+        ("capture.jsonl", b"data: x", "sse"),
         ("capture.ndjson", b"", "jsonl"),
-        ("capture.har", b"data: x", "har"),
+        ("capture.har", b"", "har"),
+        ("capture.json", b"", "json-array"),
+        (None, b'[{"candidates": []}]', "json-array"),
+        (None, b'{\n  "object": "chat.completion"\n}', "json-array"),
         (None, b"data: {}", "sse"),
         (None, b"\xef\xbb\xbf: keep-alive", "sse"),
         (None, b"event: message\n", "sse"),
@@ -230,7 +241,7 @@ def test_a_stream_written_by_the_helpers_round_trips_through_a_file(tmp_path, ca
         (None, b"", "sse"),
     ],
 )
-def test_auto_format_goes_by_extension_else_by_the_first_bytes(name, head, expected):
+def test_auto_format_goes_by_the_first_bytes_else_by_extension(name, head, expected):
     assert detect_format(name, head) == expected
 
 

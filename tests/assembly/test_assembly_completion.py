@@ -60,5 +60,13 @@ def test_the_stream_keeps_every_key_and_numbers_calls_by_position():
 
 def test_a_plain_text_completion_is_ok_not_empty():
     body = completion(content="Hello", finish="stop")
-    assert assemble(orjson.dumps(body) + b"\n", fmt="jsonl").refusal.code == "EMPTY_RESPONSE"
     assert assemble(completion_stream(body), fmt="sse").outcome == "ok"
+
+
+def test_a_whole_completion_body_is_its_one_frame_stream():
+    # dialects.md section 1: the body itself, read as one frame, is done there.
+    body = completion(call("call_a", "read", '{"path": "/a"}'), content="Hi")
+    result = assemble(orjson.dumps(body) + b"\n", fmt="jsonl").to_dict()
+    assert (result["outcome"], result["frames"], result["text"]) == ("ok", 1, "Hi")
+    assert [(c["id"], c["arguments"]) for c in result["calls"]] == [("call_a", {"path": "/a"})]
+    assert [a["kind"] for a in result["anomalies"]] == []

@@ -465,6 +465,9 @@ RETRYABLE_TABLE = {
     "IDENTITY_CONFLICT": False,
     "INVALID_ARGUMENTS": False,
     "INVALID_FRAME": False,
+    # dialects.md section 6
+    "INCONSISTENT_CALL": True,
+    "SPLICED_STREAM": True,
 }
 
 STREAMS_BY_CODE = {
@@ -478,6 +481,23 @@ STREAMS_BY_CODE = {
     ),
     "INVALID_ARGUMENTS": sse(calls(tool(0, "c", "f", "[]")), finish(), DONE),
     "INVALID_FRAME": sse("data: nope\n\n", finish(), DONE),
+    # Anthropic Messages: a block's input after its stop; a second message inside the first.
+    "INCONSISTENT_CALL": sse(
+        {"type": "message_start", "message": {"id": "msg_1", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta"}},
+        {"type": "message_stop"},
+    ),
+    "SPLICED_STREAM": sse(
+        {"type": "message_start", "message": {"id": "msg_1", "content": []}},
+        {"type": "message_start", "message": {"id": "msg_2", "content": []}},
+        {"type": "message_stop"},
+    ),
 }
 
 
@@ -486,7 +506,7 @@ def test_the_refusal_codes_are_exactly_the_spec_table():
     assert RETRYABLE == RETRYABLE_TABLE
 
 
-@pytest.mark.parametrize("refusal_code", sorted(RETRYABLE_TABLE))
+@pytest.mark.parametrize("refusal_code", sorted(STREAMS_BY_CODE))
 def test_each_refusal_carries_its_default_retryable_flag(refusal_code):
     result = run(STREAMS_BY_CODE[refusal_code])
     assert result["outcome"] == "refused"

@@ -73,6 +73,24 @@ SPEC_ANOMALY_KINDS = {
     "missing_done",
     "data_after_done",
     "finish_mismatch",
+    # assembly.md section 10
+    "no_finish_reason",
+    "unknown_finish_reason",
+    # dialects.md section 6
+    "event_type_mismatch",
+    "event_name_missing",
+    "foreign_frame",
+    "item_id_changed",
+    "call_id_changed",
+    "sequence_gap",
+    "sequence_disorder",
+    "resumed_stream",
+    "item_not_done",
+    "arguments_only_in_done",
+    "block_not_stopped",
+    "arguments_only_in_start",
+    "start_input_discarded",
+    "repeated_start",
 }
 
 
@@ -101,7 +119,14 @@ def test_a_whole_realistic_stream_gives_the_documented_result():
     assert result["text"] == ""
     assert result["reasoning"] == ""
     assert result["choices"] == [
-        {"index": 0, "text": "", "reasoning": "", "refusal_text": "", "finish_reason": "tool_calls"}
+        {
+            "index": 0,
+            "text": "",
+            "reasoning": "",
+            "refusal_text": "",
+            "finish_reason": "tool_calls",
+            "finish_detail": None,
+        }
     ]
     assert result["calls"] == [
         {
@@ -109,6 +134,9 @@ def test_a_whole_realistic_stream_gives_the_documented_result():
             "id": "call_w1",
             "name": "get_weather",
             "index": 0,
+            "kind": "function",
+            "item_id": None,
+            "block": None,
             "arguments": {"city": "Zürich", "unit": "celsius"},
             "arguments_text": '{"city": "Zürich", "unit": "celsius"}',
             "started_frame": 1,

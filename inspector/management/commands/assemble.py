@@ -17,12 +17,14 @@ from django.core.management.base import CommandError, CommandParser
 
 from inspector.assembly import (
     AUTO,
+    AUTO_DIALECT,
+    DIALECTS,
     POLICIES,
     STRICT,
     UnreadableInput,
     assemble,
     detect_format,
-    stream_bytes,
+    stream_source,
 )
 from inspector.assembly.jsontext import dumps
 from inspector.lenses import LENSES, read_stream, run_lens
@@ -31,11 +33,20 @@ from inspector.management.streamcommand import UNREADABLE, StreamCommand, whole_
 
 
 class Command(StreamCommand):
-    help = "Assemble the tool calls of one stream (SSE, JSON Lines or HAR) and print the result."
+    help = (
+        "Assemble the tool calls of one stream (SSE, JSON Lines, JSON array or HAR; chat, "
+        "Responses, Anthropic Messages or Gemini) and print the result."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         self.add_stream_arguments(parser)
         parser.add_argument("--policy", default=STRICT, choices=POLICIES)
+        parser.add_argument(
+            "--dialect",
+            default=AUTO_DIALECT,
+            choices=(*DIALECTS, AUTO_DIALECT),
+            help="wire format of the stream (default: auto, from the first frames or a HAR's URL)",
+        )
         parser.add_argument(
             "--chunk-bytes",
             type=whole_number(1),
@@ -64,6 +75,7 @@ class Command(StreamCommand):
                 policy=options["policy"],
                 entry=options["entry"],
                 chunk_bytes=options["chunk_bytes"],
+                dialect=options.get("dialect") or AUTO_DIALECT,
             )
         except UnreadableInput as error:
             raise CommandError(str(error), returncode=UNREADABLE) from None
@@ -82,7 +94,8 @@ class Command(StreamCommand):
             fmt = options["format"]
             if fmt == AUTO:
                 fmt = detect_format(name, data)
-            fmt, body = stream_bytes(data, fmt, options["entry"])
+            # The lenses are chat client libraries: they read chat frames.
+            fmt, body, _ = stream_source(data, fmt, options["entry"])
             frames, result = read_stream(
                 body, fmt, policy=options["policy"], chunk_bytes=options["chunk_bytes"]
             )
