@@ -79,7 +79,12 @@ def detect_format(name: str | None, head: bytes) -> str:
 
     Raises UnreadableInput when neither tells.
     """
-    fmt = by_content(head) or by_extension(name)
+    content, named = by_content(head), by_extension(name)
+    if named == HAR and content in (JSONL, JSON_ARRAY):
+        # A `{` or `[` in a file named .har is a HAR, broken or not: reading it
+        # as JSON Lines would turn a damaged HAR into a stream of invalid frames.
+        return HAR
+    fmt = content or named
     if fmt is not None:
         return fmt
     if not head.lstrip(b"\xef\xbb\xbf").strip():

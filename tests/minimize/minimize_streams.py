@@ -194,6 +194,76 @@ REFUSED: dict[str, dict[str, bytes]] = {
     },
 }
 
+
+def events(*payloads: dict) -> bytes:
+    """Responses or Messages frames: each with its `event:` line, named by its type."""
+    return "".join(f"event: {p['type']}\ndata: {dumps(p)}\n\n" for p in payloads).encode()
+
+
+def _fc_item(status: str, arguments: str) -> dict:
+    return {"id": "fc_1", "type": "function_call", "status": status, "arguments": arguments,
+            "call_id": "call_A", "name": "read_file"}  # fmt: skip
+
+
+def _response(status: str) -> dict:
+    return {"id": "resp_1", "object": "response", "status": status, "model": "gpt-test",
+            "output": [], "usage": None}  # fmt: skip
+
+
+def _block_start(index: int, call_id: str, name: str) -> dict:
+    block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _input_delta(index: int, text: str) -> dict:
+    delta = {"type": "input_json_delta", "partial_json": text}
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+def _message_start(message_id: str) -> dict:
+    message = {"id": message_id, "type": "message", "role": "assistant", "model": "claude-test",
+               "content": [], "stop_reason": None, "usage": {"input_tokens": 9}}  # fmt: skip
+    return {"type": "message_start", "message": message}
+
+
+# The dialects' own codes: a Responses gateway whose deltas and final copy
+# disagree, and an Anthropic relay that splices a second message into the first.
+REFUSED["INCONSISTENT_CALL"] = {
+    "responses_final_copy_disagrees": events(
+        {"type": "response.created", "response": _response("in_progress")},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": _fc_item("in_progress", ""),
+        },
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": '{"path":'},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": '"/a"}'},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": _fc_item("completed", '{"path":"/b"}'),
+        },
+        {"type": "response.completed", "response": _response("completed")},
+    ),  # fmt: skip
+}
+REFUSED["SPLICED_STREAM"] = {
+    "messages_second_start": events(
+        _message_start("msg_first"),
+        _block_start(0, "toolu_a", "read"),
+        _input_delta(0, '{"path":"/a"'),
+        _message_start("msg_second"),
+        _block_start(0, "toolu_b", "write"),
+        _input_delta(0, '{"path":"/b"}'),
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 9},
+        },
+        {"type": "message_stop"},
+    ),  # fmt: skip
+}
+
 OK: dict[str, bytes] = {
     "one_call": sse(
         ROLE, *_good_call(0, "call_1", "read", "/a"), chunk(None, finish="tool_calls"), USAGE, DONE
