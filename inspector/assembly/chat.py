@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dialect import CHAT, Dialect, dialect_of
+from .dialect import CHAT, Core, Dialect, dialect_of
 from .jsontext import compact
 from .scanner import BLANK
 
 if TYPE_CHECKING:
-    from .assembler import Assembler
     from .result import Call, Choice
 
 COMPLETION = "chat.completion"
@@ -35,7 +34,7 @@ class ChatDialect(Dialect):
     name = CHAT
     known_finish = KNOWN_FINISH
 
-    def __init__(self, core: Assembler) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__(core)
         self._append = core.append
         self._strict = core.policy == "strict"

@@ -10,11 +10,10 @@ reasoning, refusal text, usage, finish, done, error.  The adapters live in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .assembler import Assembler
-    from .result import Call, Choice
+    from .result import Anomaly, Call, Choice, Refusal
 
 CHAT = "chat"
 RESPONSES = "responses"
@@ -77,6 +76,53 @@ def dialect_from_url(url: str | None) -> str | None:
     return None
 
 
+class Core(Protocol):
+    """The operations of the assembler core that an adapter feeds (the core,
+    `assembler.Assembler`, implements them; adapters know only this).  `number`
+    is the frame's number throughout."""
+
+    policy: str
+    sse: bool
+    refusal: Refusal | None
+    choices: dict[int, Choice]
+
+    def choice(self, index: int) -> Choice: ...
+    def text(self, number: int, choice: Choice, text: str) -> None: ...
+    def reasoning(self, number: int, choice: Choice, text: str) -> None: ...
+    def refusal_text(self, choice: Choice, text: str) -> None: ...
+    def take_usage(self, number: int, usage: Any) -> None: ...
+    def finish_choice(self, number: int, choice: Choice, reason: str) -> None: ...
+    def done(self, number: int) -> None: ...
+    def foreign(self, number: int) -> None: ...
+    def new_call(self, choice: Choice, kind: str = "function", scanned: bool = True) -> Call: ...
+    def touch(self, number: int, call: Call) -> None: ...
+    def identify(
+        self,
+        number: int,
+        choice: Choice,
+        call: Call,
+        call_id: Any,
+        name: Any,
+        *,
+        id_sent: bool,
+        name_sent: bool,
+    ) -> bool: ...
+    def append(self, number: int, choice: Choice, call: Call, fragment: str) -> None: ...
+    def close(self, number: int, choice: Choice, call: Call) -> None: ...
+    def drop(self, number: int, choice: int, reason: str) -> None: ...
+    def refuse(
+        self,
+        code: str,
+        message: str,
+        frame: int | None,
+        call: Call | None = None,
+        choice: int | None = None,
+    ) -> None: ...
+    def anomaly(
+        self, kind: str, frame: int | None, *, call: Call | None = None, choice: int | None = None
+    ) -> Anomaly: ...
+
+
 class Dialect:
     """The base of the four adapters: what the core asks of a dialect.
 
@@ -88,7 +134,7 @@ class Dialect:
     known_finish: frozenset[str] = frozenset()
     has_done_frame = True  # Gemini has none: a stream ends when its candidates finish
 
-    def __init__(self, core: Assembler) -> None:
+    def __init__(self, core: Core) -> None:
         self.core = core
 
     def chunk(self, number: int, payload: dict[str, Any], event: str | None) -> None:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dialect import GEMINI, Dialect, dialect_of
+from .dialect import GEMINI, Core, Dialect, dialect_of
 from .jsonpath import PathError, parse_path, set_at
 from .jsontext import compact
 
 if TYPE_CHECKING:
-    from .assembler import Assembler
     from .result import Call, Choice
 
 KNOWN_FINISH = frozenset(
@@ -60,7 +59,7 @@ class GeminiDialect(Dialect):
     known_finish = KNOWN_FINISH
     has_done_frame = False
 
-    def __init__(self, core: Assembler) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__(core)
         self.open: dict[int, Call] = {}  # candidate -> its streaming call
         self.count: dict[int, int] = {}  # candidate -> calls seen

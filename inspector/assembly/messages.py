@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dialect import MESSAGES, Dialect, dialect_of
+from .dialect import MESSAGES, Core, Dialect, dialect_of
 from .jsontext import compact
 
 if TYPE_CHECKING:
-    from .assembler import Assembler
     from .result import Call, Choice
 
 KNOWN_FINISH = frozenset(
@@ -53,7 +52,7 @@ class MessagesDialect(Dialect):
     name = MESSAGES
     known_finish = KNOWN_FINISH
 
-    def __init__(self, core: Assembler) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__(core)
         self.blocks: dict[int, Block] = {}
         self.message_id: Any = None

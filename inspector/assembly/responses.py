@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dialect import RESPONSES, Dialect, dialect_of, error_message
+from .dialect import RESPONSES, Core, Dialect, dialect_of, error_message
 from .jsontext import compact
 from .scanner import ArgumentScanner, TextScanner
 
 if TYPE_CHECKING:
-    from .assembler import Assembler
     from .result import Call, Choice
 
 KNOWN_FINISH = frozenset(("completed", "incomplete", "failed"))
@@ -98,7 +97,7 @@ class ResponsesDialect(Dialect):
     name = RESPONSES
     known_finish = KNOWN_FINISH
 
-    def __init__(self, core: Assembler) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__(core)
         self.by_index: dict[int, Call] = {}
         self.by_item: dict[str, Call] = {}
