@@ -25,7 +25,7 @@ from inspector.assembly import (
     stream_bytes,
 )
 from inspector.assembly.jsontext import dumps
-from inspector.lenses import LENSES, read_stream, run_lens
+from inspector.lenses import LENSES, read_frames_and_result, run_lens
 from inspector.lenses.compare import divergences
 from inspector.management.streamcommand import UNREADABLE, StreamCommand, whole_number
 
@@ -83,7 +83,7 @@ class Command(StreamCommand):
             if fmt == AUTO:
                 fmt = detect_format(name, data)
             fmt, body = stream_bytes(data, fmt, options["entry"])
-            frames, result = read_stream(
+            frames, result = read_frames_and_result(
                 body, fmt, policy=options["policy"], chunk_bytes=options["chunk_bytes"]
             )
         except UnreadableInput as error:
