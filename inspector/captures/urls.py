@@ -4,17 +4,17 @@ comparison of two captures."""
 
 from django.urls import path
 
-from . import sharing, views
-from .pages import compare, export, lenses, minimize
+from . import sharing
+from .pages import capture, capture_list, compare, downloads, export, lenses, minimize, upload
 
 urlpatterns = [
-    path("", views.capture_list, name="capture-list"),
-    path("upload/", views.upload, name="upload"),
+    path("", capture_list.capture_list, name="capture-list"),
+    path("upload/", upload.upload, name="upload"),
     path("compare/", compare.compare_page, name="compare"),
-    path("c/<str:slug>/", views.capture_page, name="capture"),
-    path("c/<str:slug>/frames/<int:n>/", views.frame_page, name="frame"),
-    path("c/<str:slug>/raw", views.download_raw, name="capture-raw"),
-    path("c/<str:slug>/result.json", views.download_result, name="capture-result"),
+    path("c/<str:slug>/", capture.capture_page, name="capture"),
+    path("c/<str:slug>/frames/<int:n>/", capture.frame_page, name="frame"),
+    path("c/<str:slug>/raw", downloads.download_raw, name="capture-raw"),
+    path("c/<str:slug>/result.json", downloads.download_result, name="capture-result"),
     path("c/<str:slug>/lenses/", lenses.lens_page, name="capture-lenses"),
     path("c/<str:slug>/minimize", minimize.minimize_view, name="capture-minimize"),
     path("c/<str:slug>/rotate/", sharing.rotate_view, name="capture-rotate"),

@@ -54,6 +54,7 @@ from .base import (
     LensCall,
     LensError,
     LensResult,
+    WireItem,
     describe_exception,
     sdk_transport,
     text_of,
@@ -170,6 +171,9 @@ REPAIR_BUDGET = 50_000_000  # characters handed to json.loads while repairing
 _JSON_SPACE = " \t\n\r"
 
 
+_UNREPAIRED = object()  # no cut of the text parsed
+
+
 def parse_partial_json(s: str, *, strict: bool = False) -> Any:
     """`parse_partial_json`: json.loads, else close open strings and
     brackets, dropping trailing characters until it parses.
@@ -185,6 +189,21 @@ def parse_partial_json(s: str, *, strict: bool = False) -> Any:
         return json.loads(s, strict=strict)
     except json.JSONDecodeError:
         pass
+    scanned = _escaped_and_closing(s)
+    if scanned is None:
+        return None
+    pieces, closing = scanned
+    repaired = _parse_dropping_the_tail(pieces, closing, strict)
+    if repaired is _UNREPAIRED:
+        return json.loads(s, strict=strict)  # raises, as upstream's last attempt does
+    return repaired
+
+
+def _escaped_and_closing(s: str) -> tuple[list[str], str] | None:
+    """The text as upstream rewrites it, one piece per character (a newline
+    inside a string becomes "\\n", an open string is closed), and the
+    brackets still open, as the text that closes them; None when a closing
+    bracket closes nothing (upstream then gives None)."""
     new_chars: list[str] = []
     stack: list[str] = []
     is_inside_string = False
@@ -217,8 +236,12 @@ def parse_partial_json(s: str, *, strict: bool = False) -> Any:
         if escaped:
             new_chars.pop()
         new_chars.append('"')
-    stack.reverse()
-    closing = "".join(stack)
+    return new_chars, "".join(reversed(stack))
+
+
+def _parse_dropping_the_tail(new_chars: list[str], closing: str, strict: bool) -> Any:
+    """The first candidate that parses, dropping pieces from the end (with the
+    two skips `parse_partial_json` describes); _UNREPAIRED when none does."""
     # new_chars may hold "\\n" pairs: positions count the joined text.
     text = "".join(new_chars)
     cuts = [0]
@@ -241,7 +264,7 @@ def parse_partial_json(s: str, *, strict: bool = False) -> Any:
                 length -= 1
                 while length and new_chars[length - 1] in _JSON_SPACE:
                     length -= 1
-    return json.loads(s, strict=strict)
+    return _UNREPAIRED
 
 
 def _piece_at(cuts: list[int], pos: int, length: int) -> int:
@@ -298,61 +321,75 @@ def _tool_call_chunks(delta: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run(frames: Iterable[Frame]) -> LensResult:
     result = LENS.new_result(calls_from=DELIVERED, gates_on_parse=True)
-    merged: list[dict[str, Any]] | None = None
     try:
-        for item in sdk_transport(wire(frames, result.notes)):
-            choices = item.payload.get("choices")
-            if not choices:  # a usage-only message chunk: no tool-call chunks
-                merged = [] if merged is None else merged
-                continue
-            if not isinstance(choices, list):
-                raise LensError("TypeError", f"frame {item.number}: choices is not a list")
-            choice = choices[0]
-            if not isinstance(choice, dict):
-                raise LensError(
-                    "TypeError", f"frame {item.number}: choices[0] is a {type(choice).__name__}"
-                )
-            # model_dump() gives every choice a delta, None when it is absent.
-            delta = choice.get("delta")
-            if delta is None:
-                continue
-            try:
-                chunks = _tool_call_chunks(_dump_delta(delta))
-            except LensError:
-                raise
-            except Exception as error:  # e.g. rtc["function"].get on None
-                raise LensError(type(error).__name__, str(error)) from None
-            merged = chunks if merged is None else merge_lists(merged, chunks)
+        merged = _merged_tool_call_chunks(frames, result.notes)
     except LensError as error:
         result.error = error.text
         return result
     except TypeError as error:  # merge_dicts on clashing types
         result.error = describe_exception(error)
         return result
-    for chunk in merged or []:
-        args = chunk["args"]
-        arguments, parse_error, name = None, None, chunk["name"]
-        try:
-            parsed = parse_partial_json(args) if args else {}
-        except Exception as error:
-            parse_error = "invalid tool call: " + describe_exception(error)
-        else:
-            if isinstance(parsed, dict):
-                arguments, name = parsed, chunk["name"] or ""
-            else:
-                parse_error = "invalid tool call: parse_partial_json gives " + (
-                    "None" if parsed is None else type(parsed).__name__
-                )
-        result.calls.append(
-            LensCall(
-                id=text_of(chunk["id"]),
-                name=text_of(name),
-                arguments_text=text_of(args) if args is not None else "",
-                arguments=arguments,
-                parse_error=parse_error,
-            )
-        )
+    result.calls.extend(_tool_call(chunk) for chunk in merged)
     return result
+
+
+def _merged_tool_call_chunks(frames: Iterable[Frame], notes: list[str]) -> list[dict[str, Any]]:
+    """The tool-call chunks of every message chunk added up (`merge_lists`)."""
+    merged: list[dict[str, Any]] | None = None
+    for item in sdk_transport(wire(frames, notes)):
+        chunks = _message_tool_call_chunks(item)
+        merged = chunks if merged is None else merge_lists(merged, chunks)
+    return merged or []
+
+
+def _message_tool_call_chunks(item: WireItem) -> list[dict[str, Any]]:
+    """The tool-call chunks of one message chunk: of `choices[0]` only, none
+    for a usage-only chunk or a null delta."""
+    choices = item.payload.get("choices")
+    if not choices:  # a usage-only message chunk: no tool-call chunks
+        return []
+    if not isinstance(choices, list):
+        raise LensError("TypeError", f"frame {item.number}: choices is not a list")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise LensError(
+            "TypeError", f"frame {item.number}: choices[0] is a {type(choice).__name__}"
+        )
+    # model_dump() gives every choice a delta, None when it is absent.
+    delta = choice.get("delta")
+    if delta is None:
+        return []
+    try:
+        return _tool_call_chunks(_dump_delta(delta))
+    except LensError:
+        raise
+    except Exception as error:  # e.g. rtc["function"].get on None
+        raise LensError(type(error).__name__, str(error)) from None
+
+
+def _tool_call(chunk: dict[str, Any]) -> LensCall:
+    """`init_tool_calls`: a merged chunk whose arguments parse (partially) to
+    an object is a tool call; anything else an invalid one, with why."""
+    args = chunk["args"]
+    arguments, parse_error, name = None, None, chunk["name"]
+    try:
+        parsed = parse_partial_json(args) if args else {}
+    except Exception as error:
+        parse_error = "invalid tool call: " + describe_exception(error)
+    else:
+        if isinstance(parsed, dict):
+            arguments, name = parsed, chunk["name"] or ""
+        else:
+            parse_error = "invalid tool call: parse_partial_json gives " + (
+                "None" if parsed is None else type(parsed).__name__
+            )
+    return LensCall(
+        id=text_of(chunk["id"]),
+        name=text_of(name),
+        arguments_text=text_of(args) if args is not None else "",
+        arguments=arguments,
+        parse_error=parse_error,
+    )
 
 
 class LangChainLens(Lens):

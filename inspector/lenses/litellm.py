@@ -32,7 +32,7 @@ neither `[DONE]` nor finish reasons.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from inspector.assembly import Frame
@@ -65,56 +65,70 @@ def _fragment(arguments: Any) -> Any:
 
 def run(frames: Iterable[Frame]) -> LensResult:
     result = LENS.new_result(calls_from=DELIVERED)
-    calls: dict[int, dict[str, Any]] = {}
     try:
-        for item in sdk_transport(wire(frames, result.notes)):
-            choices = item.payload.get("choices")
-            if not isinstance(choices, list):
-                continue
-            for choice in choices:
-                if not isinstance(choice, dict):
-                    continue
-                delta = choice.get("delta")
-                tool_calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-                if not isinstance(tool_calls, list):
-                    continue
-                for entry in tool_calls:
-                    if not entry or not isinstance(entry, dict):
-                        continue
-                    function = entry.get("function")
-                    if not isinstance(function, dict):
-                        continue
-                    held = calls.setdefault(
-                        _index(entry), {"id": None, "name": None, "type": None, "arguments": []}
-                    )
-                    if entry.get("id"):
-                        held["id"] = entry["id"]
-                    if entry.get("type"):
-                        held["type"] = entry["type"]
-                    if function.get("name"):
-                        held["name"] = function["name"]
-                    if function.get("arguments"):
-                        held["arguments"].append(_fragment(function["arguments"]))
+        calls = _combined_tool_content(frames, result.notes)
     except LensError as error:
         result.error = error.text
         return result
+    try:
+        result.calls.extend(_emitted_calls(calls, result.notes))
+    except TypeError as error:  # a fragment that is neither text nor an object
+        result.error = f"TypeError: {error}"
+        result.calls = []
+    return result
+
+
+def _combined_tool_content(frames: Iterable[Frame], notes: list[str]) -> dict[int, dict[str, Any]]:
+    """`get_combined_tool_content`: one entry per index over every chunk; the
+    last truthy id, type and name win, arguments fragments are kept in order."""
+    calls: dict[int, dict[str, Any]] = {}
+    for item in sdk_transport(wire(frames, notes)):
+        for entry in _tool_call_entries(item.payload):
+            held = calls.setdefault(
+                _index(entry), {"id": None, "name": None, "type": None, "arguments": []}
+            )
+            function = entry["function"]
+            if entry.get("id"):
+                held["id"] = entry["id"]
+            if entry.get("type"):
+                held["type"] = entry["type"]
+            if function.get("name"):
+                held["name"] = function["name"]
+            if function.get("arguments"):
+                held["arguments"].append(_fragment(function["arguments"]))
+    return calls
+
+
+def _tool_call_entries(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every tool-call entry with a `function` object, over every choice."""
+    choices = payload.get("choices")
+    if not isinstance(choices, list):
+        return
+    for choice in choices:
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        tool_calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if not isinstance(tool_calls, list):
+            continue
+        for entry in tool_calls:
+            if entry and isinstance(entry, dict) and isinstance(entry.get("function"), dict):
+                yield entry
+
+
+def _emitted_calls(calls: dict[int, dict[str, Any]], notes: list[str]) -> list[LensCall]:
+    """The calls by index that hold both an id and a name (a note for each
+    dropped one); TypeError when a fragment is neither text nor an object."""
+    emitted = []
     for index in sorted(calls):
         held = calls[index]
         if not (held["id"] and held["name"]):
-            result.notes.append(
-                f"index {index} dropped: it has no "
-                + ("id" if not held["id"] else "name")
-                + " (LiteLLM drops it silently)"
-            )
+            missing = "id" if not held["id"] else "name"
+            notes.append(f"index {index} dropped: it has no {missing} (LiteLLM drops it silently)")
             continue
-        try:
-            text = "".join(held["arguments"]) or "{}"
-        except TypeError as error:  # a fragment that is neither text nor an object
-            result.error = f"TypeError: {error}"
-            result.calls = []
-            return result
+        text = "".join(held["arguments"]) or "{}"
         arguments, parse_error = json_object(text)
-        result.calls.append(
+        emitted.append(
             LensCall(
                 id=text_of(held["id"]),
                 name=text_of(held["name"]),
@@ -123,7 +137,7 @@ def run(frames: Iterable[Frame]) -> LensResult:
                 parse_error=parse_error,
             )
         )
-    return result
+    return emitted
 
 
 class LiteLLMLens(Lens):

@@ -43,7 +43,7 @@ import orjson
 
 from inspector.assembly import Result
 
-from . import LENSES, read_stream, run_all, title
+from . import LENSES, read_frames_and_result, run_all, title
 from .base import SNAPSHOT, LensCall, LensResult
 from .compare import Divergence, all_divergences, match_calls, strict_document
 
@@ -66,7 +66,7 @@ def capture_lenses(capture: Any) -> tuple[Result, dict[str, LensResult]]:
     """The assembler's strict result and every lens's, computed from a
     capture's stored bytes (`raw`, read as `stream_format`)."""
     body = bytes(capture.raw or b"")
-    frames, strict = read_stream(body, capture.stream_format)
+    frames, strict = read_frames_and_result(body, capture.stream_format)
     tools = request_tools(getattr(capture, "request_json", None))
     return strict, run_all(frames, tools=tools)
 
@@ -79,7 +79,7 @@ def lens_matrix(capture: Any) -> dict[str, Any]:
 def build_matrix(
     body: bytes, fmt: str, *, tools: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    frames, strict = read_stream(body, fmt)
+    frames, strict = read_frames_and_result(body, fmt)
     return matrix(strict, run_all(frames, tools=tools))
 
 

@@ -8,9 +8,9 @@
 (function () {
   "use strict";
 
-  var WINDOW = 300; // characters of text so far shown before a fragment (presenters.WINDOW)
-  var FRAGMENT_SHOWN = 2000; // presenters.FRAGMENT_SHOWN
-  var RAW_SHOWN = 2000; // presenters.RAW_SHOWN
+  var WINDOW = 300; // characters of text so far shown before a fragment (captures/pages/fragment_text.py)
+  var FRAGMENT_SHOWN = 2000; // captures/pages/fragment_text.py
+  var RAW_SHOWN = 2000; // captures/pages/frames.py
   var RETRY_MS = [500, 1000, 2000, 4000, 8000];
 
   // --- small DOM helpers ------------------------------------------------------------------

@@ -17,9 +17,9 @@ from django.urls import reverse
 from page_helpers import demo, html
 
 from inspector.captures import models
-from inspector.captures import views as capture_views
 from inspector.captures.intake import store_upload
-from inspector.captures.presenters import FRAGMENTS_PER_PAGE
+from inspector.captures.pages import capture_list as capture_list_page
+from inspector.captures.pages.calls import FRAGMENTS_PER_PAGE
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
@@ -120,7 +120,7 @@ def test_an_invalid_filter_is_a_400_listing_nothing_with_the_reason(client, para
 
 
 def test_list_is_paged(client, monkeypatch):
-    monkeypatch.setattr(capture_views, "CAPTURES_PER_PAGE", 2)
+    monkeypatch.setattr(capture_list_page, "CAPTURES_PER_PAGE", 2)
     for number in range(5):
         store_stream(
             sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title=f"c{number}"
@@ -136,7 +136,7 @@ HUGE_PAGE = "99999999999999999999"
 
 
 def test_a_page_far_past_the_last_opens_the_last_page(client, monkeypatch):
-    monkeypatch.setattr(capture_views, "CAPTURES_PER_PAGE", 2)
+    monkeypatch.setattr(capture_list_page, "CAPTURES_PER_PAGE", 2)
     for number in range(3):
         store_stream(
             sse(chunk(content="hi", finish="stop"), DONE), stream_format="sse", title=f"c{number}"

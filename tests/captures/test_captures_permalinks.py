@@ -180,7 +180,7 @@ def test_page_parameters_that_are_not_numbers_are_ignored(client, params):
 
 
 def test_query_int_reads_only_ascii_digits():
-    from inspector.captures.presenters import query_int
+    from inspector.captures.pages.paging import query_int
 
     assert [query_int(v) for v in ("0", "42", 7, "007")] == [0, 42, 7, 7]
     bad = ("", "²", "٣", "-1", "+1", " 1", "1_0", "1.0", None, -1, True, "9" * 19)

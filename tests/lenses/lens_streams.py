@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inspector.lenses import read_stream
+from inspector.lenses import read_frames_and_result
 
 DONE = "data: [DONE]\n\n"
 MISSING = object()
@@ -73,7 +73,7 @@ def sse(*items: Any) -> bytes:
 
 
 def frames(data: bytes, fmt: str = "sse"):
-    return read_stream(data, fmt)
+    return read_frames_and_result(data, fmt)
 
 
 def calls(result) -> list[tuple[Any, Any, Any]]:

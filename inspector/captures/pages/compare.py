@@ -25,14 +25,17 @@ from urllib.parse import urlencode
 from django.db.models import Exists, OuterRef, Q
 from django.db.models import Value as V
 from django.db.models.functions import Greatest, Length, Substr
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from inspector.assembly import POLICIES, STRICT
 from inspector.lenses.compare import pair_by_id_then_position
 
-from .. import presenters as p
 from ..models import Assembly, Call, Capture, Frame
+from .assemblies import call_count
+from .frames import frame_total, mark_tone
+from .paging import Pager, pager, pager_links
 
 FRAMES_PER_PAGE = 100
 CALLS_SHOWN = 200  # calls of each side read and aligned
@@ -40,17 +43,6 @@ ARGS_SHOWN = 200  # characters of a call's arguments shown (and compared as head
 RAW_SHOWN = 600  # characters of a frame's raw text shown per side
 SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
 CAPTURE_URL = re.compile(r"/c/([A-Za-z0-9_-]{1,32})(?:/|$)")
-SIDE_FIELDS = (
-    "id",
-    "slug",
-    "title",
-    "outcome",
-    "refusal_code",
-    "frame_count",
-    "byte_size",
-    "stream_format",
-    "derived_from",
-)
 
 
 def slug_of(text: str) -> str:
@@ -105,7 +97,7 @@ class CallPair:
 def _load_sides(slugs: list[str]) -> dict[str, Capture]:
     return {
         capture.slug: capture
-        for capture in Capture.objects.filter(slug__in=slugs).only(*SIDE_FIELDS)
+        for capture in Capture.objects.filter(slug__in=slugs).only(*Capture.SUMMARY_FIELDS)
     }
 
 
@@ -116,12 +108,12 @@ def _assemblies(sides: list[tuple[Capture, str]]) -> dict[tuple[int, str], Assem
     rows = (
         Assembly.objects.filter(condition)
         .defer("result_json", "text")
-        .annotate(call_count=p.call_count())
+        .annotate(call_count=call_count())
     )
     return {(row.capture_id, row.policy): row for row in rows}
 
 
-def _frames(a: Side, b: Side, page: p.Pager) -> list[FramePair]:
+def _frames(a: Side, b: Side, page: Pager) -> list[FramePair]:
     """One page of frames of both sides by number range, one query; each
     row knows whether the other side has a frame of its number with the same
     raw text."""
@@ -159,7 +151,7 @@ def _frames(a: Side, b: Side, page: p.Pager) -> list[FramePair]:
 
 
 def _marks(frame: Frame | None) -> list[tuple[str, str]]:
-    return [(mark, p.mark_tone(mark)) for mark in frame.marks] if frame is not None else []
+    return [(mark, mark_tone(mark)) for mark in frame.marks] if frame is not None else []
 
 
 def _call_outcome(call: Call, assembly: Assembly) -> tuple[str, str]:
@@ -247,6 +239,8 @@ def _call_side(call: Call, assembly: Assembly) -> CallSide:
 
 
 def call_pairs(a: Side, b: Side) -> list[CallPair]:
+    """The calls of both sides aligned (`align`), each pair with what differs:
+    one query, two when long arguments look alike and are compared whole."""
     assemblies = [side.assembly for side in (a, b) if side.assembly is not None]
     if not assemblies:
         return []
@@ -254,35 +248,46 @@ def call_pairs(a: Side, b: Side) -> list[CallPair]:
     left = loaded.get(a.assembly.pk, []) if a.assembly else []
     right = loaded.get(b.assembly.pk, []) if b.assembly else []
     aligned = align(left, right)
-    long_pairs = [
-        (x, y)
-        for x, y, _ in aligned
-        if x is not None
-        and y is not None
-        and x.args_length == y.args_length > 2 * ARGS_SHOWN
-        and x.args_head == y.args_head
-        and x.args_tail == y.args_tail
-    ]
-    same_long = _same_long_texts(long_pairs)
+    same_long = _same_long_texts([(x, y) for x, y, _ in aligned if _long_and_alike(x, y)])
     out = []
     for x, y, by in aligned:
         first = _call_side(x, a.assembly) if x is not None else None
         second = _call_side(y, b.assembly) if y is not None else None
-        differs: set[str] = set()
         if first is None or second is None:
-            differs.add("call")
+            differs = {"call"}
         else:
-            for name in ("call_id", "name", "index", "choice", "outcome"):
-                if getattr(first, name) != getattr(second, name):
-                    differs.add(name)
-            if x.args_length != y.args_length or x.args_head != y.args_head:
-                differs.add("arguments")
-            elif x.args_tail != y.args_tail:
-                differs.add("arguments")
-            elif x.args_length > 2 * ARGS_SHOWN and x.pk not in same_long:
+            differs = _fields_differing(first, second)
+            if _arguments_differ(x, y, same_long):
                 differs.add("arguments")
         out.append(CallPair(first, second, by, differs))
     return out
+
+
+def _long_and_alike(x: Call | None, y: Call | None) -> bool:
+    """Both calls' arguments are longer than what is read of them and agree on
+    length, head and tail: only the database can tell whether they are equal."""
+    return (
+        x is not None
+        and y is not None
+        and x.args_length == y.args_length > 2 * ARGS_SHOWN
+        and x.args_head == y.args_head
+        and x.args_tail == y.args_tail
+    )
+
+
+def _fields_differing(first: CallSide, second: CallSide) -> set[str]:
+    names = ("call_id", "name", "index", "choice", "outcome")
+    return {name for name in names if getattr(first, name) != getattr(second, name)}
+
+
+def _arguments_differ(x: Call, y: Call, same_long: set[int]) -> bool:
+    """Whether two calls' arguments differ: by length, head or tail, else
+    (for long ones) by the whole-text comparison in `same_long`."""
+    if x.args_length != y.args_length or x.args_head != y.args_head:
+        return True
+    if x.args_tail != y.args_tail:
+        return True
+    return x.args_length > 2 * ARGS_SHOWN and x.pk not in same_long
 
 
 def _side(label: str, capture: Capture, policy: str, found: dict) -> Side:
@@ -291,7 +296,7 @@ def _side(label: str, capture: Capture, policy: str, found: dict) -> Side:
         capture=capture,
         policy=policy,
         assembly=found.get((capture.pk, policy)),
-        frame_total=p.frame_total(capture),
+        frame_total=frame_total(capture),
     )
 
 
@@ -314,7 +319,9 @@ def _summary_differs(a: Side, b: Side) -> set[str]:
 
 
 @require_safe
-def compare_page(request):
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """The form, and once it names two captures, both side by side: 400 for
+    what can't be compared, 404 for a capture that does not exist."""
     asked = {"a": request.GET.get("a", ""), "b": request.GET.get("b", "")}
     policies = {
         "a": request.GET.get("pa") or STRICT,
@@ -325,12 +332,9 @@ def compare_page(request):
         "asked": asked,
         "policies": policies,
         "policy_choices": POLICIES,
-        "errors": [],
+        "errors": _unknown_policies(policies),
         "ready": False,
     }
-    for key in ("a", "b"):
-        if policies[key] not in POLICIES:
-            context["errors"].append(f"{key.upper()}: no policy {policies[key]!r}")
     if not slugs["a"] or not slugs["b"]:
         if any(asked.values()):
             context["errors"].append("Name two captures: a slug or a capture's link each.")
@@ -343,53 +347,72 @@ def compare_page(request):
     if context["errors"]:
         status = 404 if any("no capture" in error for error in context["errors"]) else 400
         return render(request, "inspector/compare.html", context, status=status)
+    context.update(_comparison(request, found, slugs, policies))
+    return render(request, "inspector/compare.html", context)
 
+
+def _unknown_policies(policies: dict[str, str]) -> list[str]:
+    return [
+        f"{key.upper()}: no policy {policies[key]!r}"
+        for key in ("a", "b")
+        if policies[key] not in POLICIES
+    ]
+
+
+def _comparison(
+    request: HttpRequest,
+    found: dict[str, Capture],
+    slugs: dict[str, str],
+    policies: dict[str, str],
+) -> dict[str, Any]:
+    """What the page shows of two captures found: their summaries, one page of
+    frames and the aligned calls, and where each differs."""
     capture_a, capture_b = found[slugs["a"]], found[slugs["b"]]
     assemblies = _assemblies([(capture_a, policies["a"]), (capture_b, policies["b"])])
     a = _side("A", capture_a, policies["a"], assemblies)
     b = _side("B", capture_b, policies["b"], assemblies)
     total = max(a.frame_total, b.frame_total)
-    frames_pager = p.pager(request.GET.get("page"), FRAMES_PER_PAGE, total)
+    frames_pager = pager(request.GET.get("page"), FRAMES_PER_PAGE, total)
     frames = _frames(a, b, frames_pager)
     calls = call_pairs(a, b)
-    kept = {"a": slugs["a"], "b": slugs["b"]}
+    kept = _kept_query(slugs["a"], slugs["b"], policies)
+    return {
+        "ready": True,
+        "a": a,
+        "b": b,
+        "sides": [a, b],
+        "summary_differs": _summary_differs(a, b),
+        "frames": frames,
+        "frames_pager": frames_pager,
+        "frames_links": pager_links(
+            frames_pager, lambda number: "?" + urlencode({**kept, "page": number}) + "#frames"
+        ),
+        "frames_differing": sum(1 for pair in frames if pair.differs),
+        "calls": calls,
+        "calls_differing": sum(1 for pair in calls if pair.differs),
+        "calls_cut": any(
+            side.assembly is not None and side.assembly.call_count > CALLS_SHOWN for side in (a, b)
+        ),
+        "calls_shown": CALLS_SHOWN,
+        "swap_url": "?" + urlencode(_swapped(kept)),
+    }
+
+
+def _kept_query(slug_a: str, slug_b: str, policies: dict[str, str]) -> dict[str, str]:
+    """The query naming this comparison: the slugs, and each policy but strict."""
+    kept = {"a": slug_a, "b": slug_b}
     if policies["a"] != STRICT:
         kept["pa"] = policies["a"]
     if policies["b"] != STRICT:
         kept["pb"] = policies["b"]
+    return kept
 
-    def page_url(number: int) -> str:
-        return "?" + urlencode({**kept, "page": number}) + "#frames"
 
+def _swapped(kept: dict[str, str]) -> dict[str, str]:
+    """The same comparison with A and B swapped."""
     swapped = {"a": kept["b"], "b": kept["a"]}
     if "pb" in kept:
         swapped["pa"] = kept["pb"]
     if "pa" in kept:
         swapped["pb"] = kept["pa"]
-    context.update(
-        {
-            "ready": True,
-            "a": a,
-            "b": b,
-            "sides": [a, b],
-            "summary_differs": _summary_differs(a, b),
-            "frames": frames,
-            "frames_pager": frames_pager,
-            "frames_links": {
-                "previous": page_url(frames_pager.previous) if frames_pager.has_previous else "",
-                "next": page_url(frames_pager.next) if frames_pager.has_next else "",
-                "first": page_url(1),
-                "last": page_url(frames_pager.count),
-            },
-            "frames_differing": sum(1 for pair in frames if pair.differs),
-            "calls": calls,
-            "calls_differing": sum(1 for pair in calls if pair.differs),
-            "calls_cut": any(
-                side.assembly is not None and side.assembly.call_count > CALLS_SHOWN
-                for side in (a, b)
-            ),
-            "calls_shown": CALLS_SHOWN,
-            "swap_url": "?" + urlencode(swapped),
-        }
-    )
-    return render(request, "inspector/compare.html", context)
+    return swapped

@@ -29,8 +29,8 @@ from inspector.assembly import UnreadableInput
 from inspector.lenses.compare import Divergence
 from inspector.lenses.matrix import lens_matrix
 
-from .. import presenters as p
 from ..models import Capture
+from .paging import Pager, page_holding, pager
 
 LENS_ROWS = 50  # calls (rows of the matrix) per page
 DIVERGENCES_SHOWN = 200  # divergence sentences listed
@@ -173,7 +173,7 @@ def _lens_row(
 
 
 def _sentences(
-    matrix: dict[str, Any], columns: list[LensColumn], page: p.Pager, base: str
+    matrix: dict[str, Any], columns: list[LensColumn], page: Pager, base: str
 ) -> list[Sentence]:
     """The first DIVERGENCES_SHOWN divergences, numbered from 1, each linking
     the row of its call (on this page or another)."""
@@ -191,7 +191,7 @@ def _sentences(
         if row is not None:
             href = "#" + _row_anchor(row["key"])
             if not page.start <= at < page.stop:
-                href = f"{base}?page={p.page_holding(at, page.per_page)}{href}"
+                href = f"{base}?page={page_holding(at, page.per_page)}{href}"
         sentences.append(
             Sentence(
                 number=number,
@@ -206,7 +206,7 @@ def _sentences(
     return sentences
 
 
-def lens_table(matrix: dict[str, Any], page: p.Pager, base: str) -> dict[str, Any]:
+def lens_table(matrix: dict[str, Any], page: Pager, base: str) -> dict[str, Any]:
     """The matrix as the template shows it: one page of rows, each cell cut
     short; every divergence a numbered sentence, each diverging cell naming
     the numbers of its sentences (carried as numbers from the matrix)."""
@@ -259,13 +259,13 @@ def lens_page(request, slug):
     except UnreadableInput as error:
         context["error"] = f"The stored stream can't be read: {error}"
         return render(request, template, context, status=409)
-    pager = p.pager(request.GET.get("page"), LENS_ROWS, len(matrix["rows"]))
+    shown = pager(request.GET.get("page"), LENS_ROWS, len(matrix["rows"]))
     base = reverse("capture-lenses", args=[capture.slug])
-    context.update(lens_table(matrix, pager, base))
-    context["pager"] = pager
+    context.update(lens_table(matrix, shown, base))
+    context["pager"] = shown
     context["minimize_seconds"] = f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}"
     context["links"] = {
-        "previous": f"{base}?page={pager.previous}#lens-matrix" if pager.has_previous else "",
-        "next": f"{base}?page={pager.next}#lens-matrix" if pager.has_next else "",
+        "previous": f"{base}?page={shown.previous}#lens-matrix" if shown.has_previous else "",
+        "next": f"{base}?page={shown.next}#lens-matrix" if shown.has_next else "",
     }
     return render(request, template, context)

@@ -27,7 +27,7 @@ from inspector.assembly import (
     stream_source,
 )
 from inspector.assembly.jsontext import dumps
-from inspector.lenses import LENSES, read_stream, run_lens
+from inspector.lenses import LENSES, read_frames_and_result, run_lens
 from inspector.lenses.compare import divergences
 from inspector.management.streamcommand import UNREADABLE, StreamCommand, whole_number
 
@@ -96,7 +96,7 @@ class Command(StreamCommand):
                 fmt = detect_format(name, data)
             # The lenses are chat client libraries: they read chat frames.
             fmt, body, _ = stream_source(data, fmt, options["entry"])
-            frames, result = read_stream(
+            frames, result = read_frames_and_result(
                 body, fmt, policy=options["policy"], chunk_bytes=options["chunk_bytes"]
             )
         except UnreadableInput as error:

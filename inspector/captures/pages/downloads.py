@@ -1,0 +1,46 @@
+"""The capture's two downloads: the stream exactly as received
+(`/c/<slug>/raw`) and one policy's result document (`/c/<slug>/result.json`).
+The only pages that read `Capture.raw` or `Assembly.result_json`."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_safe
+
+from inspector.assembly import POLICIES, STRICT
+
+from ..models import Assembly, Capture
+
+
+@require_safe
+def download_raw(request: HttpRequest, slug: str) -> HttpResponse:
+    """The stream exactly as received (a HAR's stream: its event-stream body)."""
+    capture = _download_capture(slug, "raw")
+    extension = "jsonl" if capture.stream_format == "jsonl" else "sse"
+    response = HttpResponse(bytes(capture.raw), content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{capture.slug}.{extension}"'
+    return response
+
+
+@require_safe
+def download_result(request: HttpRequest, slug: str) -> HttpResponse:
+    """The result document of one policy (strict unless ?policy=lenient)."""
+    policy = request.GET.get("policy", STRICT)
+    if policy not in POLICIES:
+        raise Http404("no such policy")
+    capture = _download_capture(slug)
+    try:
+        assembly = Assembly.objects.only("result_json").get(capture=capture, policy=policy)
+    except Assembly.DoesNotExist:
+        raise Http404("no result for this policy") from None
+    response = HttpResponse(assembly.result_json, content_type="application/json")
+    name = f"{capture.slug}.{policy}.json"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def _download_capture(slug: str, *extra: str) -> Capture:
+    try:
+        return Capture.objects.only("id", "slug", "stream_format", *extra).get(slug=slug)
+    except Capture.DoesNotExist:
+        raise Http404("no such capture") from None

@@ -1,0 +1,101 @@
+"""The capture page's frames table: one page of frames by number range (the
+(capture, number) unique index, never OFFSET), each frame's raw text cut in
+the database, its marks and the calls it touched; and frame permalinks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Max
+from django.db.models.functions import Length, Substr
+from django.urls import reverse
+
+from inspector.assembly import DROP_REASONS, REFUSAL_CODES
+
+from ..models import Capture, Frame
+from .paging import Pager
+
+FRAMES_PER_PAGE = 100
+RAW_SHOWN = 2000  # characters of a frame's raw text shown in the frames table
+
+
+@dataclass
+class FrameRow:
+    number: int
+    kind: str
+    time: str
+    raw: str
+    raw_cut: int  # characters not shown
+    calls: list[dict[str, Any]]
+    marks: list[tuple[str, str]]  # (mark, tone)
+    classes: str
+    focus: bool
+    permalink: str
+
+
+def mark_tone(mark: str) -> str:
+    """How a frame's mark is coloured: a refusal, a dropped frame, or else an anomaly."""
+    if mark in REFUSAL_CODES:
+        return "refusal"
+    if mark in DROP_REASONS:
+        return "dropped"
+    return "anomaly"
+
+
+def frame_total(capture: Capture) -> int:
+    """How many frames the capture holds.  A live capture's count is only
+    written when it closes, so its frames are counted (one indexed query)."""
+    if capture.outcome != Capture.Outcome.LIVE:
+        return capture.frame_count
+    last = Frame.objects.filter(capture=capture).aggregate(last=Max("number"))["last"]
+    return 0 if last is None else last + 1
+
+
+def load_frames(capture: Capture, page: Pager) -> list[Frame]:
+    """One page of frames by number range; raw text cut in the database."""
+    return list(
+        Frame.objects.filter(capture=capture, number__gte=page.start, number__lt=page.stop)
+        .order_by("number")
+        .only("number", "kind", "arrived_ms", "calls", "marks")
+        .annotate(raw_head=Substr("raw", 1, RAW_SHOWN), raw_length=Length("raw"))
+    )
+
+
+def frame_rows(
+    capture: Capture,
+    frames: list[Frame],
+    *,
+    focus: int | None,
+    call_link: Callable[[int], str],
+) -> list[FrameRow]:
+    """The table's rows; `call_link(position)` is where a touched call is shown."""
+    return [_frame_row(capture, frame, focus, call_link) for frame in frames]
+
+
+def _frame_row(
+    capture: Capture, frame: Frame, focus: int | None, call_link: Callable[[int], str]
+) -> FrameRow:
+    marks = [(mark, mark_tone(mark)) for mark in frame.marks]
+    tones = {tone for _, tone in marks}
+    classes = [f"kind-{frame.kind}"] + [f"is-{tone}" for tone in sorted(tones)]
+    if frame.number == focus:
+        classes.append("is-focus")
+    return FrameRow(
+        number=frame.number,
+        kind=frame.kind,
+        time="" if frame.arrived_ms is None else f"{frame.arrived_ms:.1f} ms",
+        raw=frame.raw_head,
+        raw_cut=max(0, frame.raw_length - RAW_SHOWN),
+        calls=[{"position": p, "href": call_link(p)} for p in frame.calls],
+        marks=marks,
+        classes=" ".join(classes),
+        focus=frame.number == focus,
+        permalink=frame_permalink(capture.slug, frame.number),
+    )
+
+
+def frame_permalink(slug: str, number: int) -> str:
+    """The capture page opened at frame `number`, scrolled to its row."""
+    return reverse("frame", args=[slug, number]) + f"#f-{number}"

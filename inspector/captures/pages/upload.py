@@ -1,0 +1,72 @@
+"""The upload form (`/upload/`): one stream, JSON Lines or HAR file, or pasted
+text, validated by the same form as the API's uploads (`captures/forms.py`)."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from inspector.assembly import UnreadableInput
+
+from ..forms import UploadForm
+from ..intake import store_upload
+from ..uploads import TooLarge, declared_size
+
+log = logging.getLogger(__name__)
+
+
+@require_http_methods(["GET", "POST"])
+def upload(request: HttpRequest) -> HttpResponse:
+    """The form; posted, the stored capture's page (the list of the group when
+    the input held several streams), or the form again with why not."""
+    if request.method != "POST":
+        return render(request, "inspector/upload.html", {"form": UploadForm()})
+    try:
+        form = UploadForm(request.POST, request.FILES)
+        valid = form.is_valid()
+    except RequestDataTooBig:
+        form = UploadForm()
+        form.cleaned_data = {}  # an unbound form has none, and add_error needs it
+        form.add_error(None, _sentence(str(TooLarge(declared_size(request)))))
+        return _upload_refused(request, form, too_large=True)
+    if not valid:
+        return _upload_refused(request, form, too_large=form.too_large())
+    data, name = form.payload()
+    try:
+        captures = store_upload(
+            data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
+        )
+    except TooLarge as error:
+        form.add_error(None, f"Can't read this input: {error}")
+        return _upload_refused(request, form, too_large=True)
+    except UnreadableInput as error:
+        form.add_error(None, f"Can't read this input: {error}")
+        return _upload_refused(request, form)
+    except (ValueError, DatabaseError) as error:  # e.g. text the database can't hold
+        log.warning("upload could not be stored: %s", error)
+        form.add_error(None, f"Can't store this input: {error}")
+        return _upload_refused(request, form)
+    if len(captures) == 1:
+        return redirect(captures[0])
+    return redirect(reverse("capture-list") + "?" + urlencode({"group": captures[0].group}))
+
+
+def _upload_refused(
+    request: HttpRequest, form: UploadForm, *, too_large: bool = False
+) -> HttpResponse:
+    """The form again with its errors: 413 when the upload was too large (as
+    the API answers), else 400."""
+    status = 413 if too_large else 400
+    return render(request, "inspector/upload.html", {"form": form}, status=status)
+
+
+def _sentence(text: str) -> str:
+    """A message as the page says it: capitalised, with a full stop."""
+    return text[:1].upper() + text[1:] + "."
