@@ -50,9 +50,6 @@ TO_SPLIT: set[str] = {
     "inspector.lenses.langchain:parse_partial_json",  # complexity 24
     "inspector.lenses.langchain:run",  # complexity 21
     "inspector.lenses.litellm:run",  # complexity 22
-    "inspector.minimize.ddmin:ddmin",  # 67 lines
-    "inspector.minimize.lens:labels",  # complexity 23
-    "inspector.minimize.stream:minimize",  # 83 lines
 }
 
 
