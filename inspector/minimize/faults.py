@@ -83,14 +83,21 @@ def _parser_reason(text: str, offset: int) -> str:
     if _inside_string(text, offset):
         return "bad_string"
     char = text[offset]
-    before = text[:offset].rstrip(BLANK)[-1:]
-    if char in NUMBER_START or char in NUMBER_INSIDE or before in NUMBER_INSIDE:
+    if char in NUMBER_START or _number_before(text, offset):
         return "bad_number"
-    if char == "," or (char in "}]" and before == ","):
+    if char == "," or (char in "}]" and text[:offset].rstrip(BLANK)[-1:] == ","):
         return "trailing_comma"
     if char.isalpha():
         return "bad_literal"
     return "unexpected_character"
+
+
+def _number_before(text: str, offset: int) -> bool:
+    """Whether a number runs up to `offset` (`1.`, `-`, `1e`: cut short)."""
+    start = offset
+    while start > 0 and (text[start - 1] in NUMBER_START or text[start - 1] in NUMBER_INSIDE):
+        start -= 1
+    return start < offset and text[start] in NUMBER_START
 
 
 def _inside_string(text: str, offset: int) -> bool:
