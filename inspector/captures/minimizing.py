@@ -23,6 +23,7 @@ from inspector.assembly import STRICT
 from inspector.lenses.matrix import request_tools
 from inspector.minimize.export import case_files
 from inspector.minimize.lens import LensTarget, lens_target
+from inspector.minimize.progress import ProgressCallback
 from inspector.minimize.stream import Predicate, minimize
 
 from .models import Capture
@@ -35,13 +36,23 @@ def minimize_capture(
     *,
     target: Predicate | None = None,
     keeps: str | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Capture:
-    """Minimize `capture.raw` (keeping its strict refusal, or `target`, named
-    `keeps`) and store the result as a new capture linked to the original."""
+    """Minimize `capture.raw` (keeping its strict failure signature, or
+    `target`, named `keeps`) and store the result as a new capture linked to
+    the original.  `progress` gets a `Progress` as the search goes (a page's
+    bar: `Progress.to_dict()`)."""
     budget = float(settings.INSPECTOR_MINIMIZE_SECONDS if seconds is None else seconds)
     found = minimize(
-        bytes(capture.raw), capture.stream_format, target=target, keeps=keeps, deadline_s=budget
+        bytes(capture.raw),
+        capture.stream_format,
+        target=target,
+        keeps=keeps,
+        deadline_s=budget,
+        progress=progress,
     )
+    # The page shows what a derived capture keeps as a refusal code (presenters):
+    # the code here; the full signature is `found.signature`.
     kept = found.target if target is not None else (found.code or found.target)
     return store_stream(
         found.data,

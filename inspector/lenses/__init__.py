@@ -64,11 +64,6 @@ def read_frames_and_result(
     return frames, results[policy]
 
 
-# The old name, kept only until inspector/minimize/lens.py (another branch's)
-# imports read_frames_and_result; then delete it.
-read_stream = read_frames_and_result
-
-
 __all__ = [
     "LENSES",
     "Lens",

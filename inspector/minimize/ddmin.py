@@ -70,6 +70,71 @@ def _split(positions: tuple[int, ...], n: int) -> list[tuple[int, ...]]:
     return parts
 
 
+class _Tester:
+    """The test function with its cache, deadline, statistics and progress."""
+
+    def __init__(
+        self,
+        items: Sequence[T],
+        still_fails: Callable[[list[T]], bool],
+        deadline: float | None,
+        progress: Callable[[DDProgress], None] | None,
+        stats: DDStats,
+        clock: Callable[[], float],
+    ) -> None:
+        self.items, self.still_fails, self.deadline = items, still_fails, deadline
+        self.progress, self.stats, self.clock = progress, stats, clock
+        self.cache: dict[tuple[int, ...], bool] = {}
+        self.current: tuple[int, ...] = tuple(range(len(items)))
+        self.n = 2
+
+    def __call__(self, config: tuple[int, ...]) -> bool:
+        known = self.cache.get(config)
+        if known is not None:
+            self.stats.cache_hits += 1
+            return known
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self.stats.timed_out = True
+            raise _Timeout
+        outcome = bool(self.still_fails([self.items[i] for i in config]))
+        self.cache[config] = outcome
+        self.stats.tests_run += 1
+        if self.progress is not None:
+            size = len(config) if outcome else len(self.current)
+            self.progress(DDProgress(self.stats.tests_run, size, self.n))
+        return outcome
+
+    def adopt(self, config: tuple[int, ...], n: int) -> None:
+        self.current, self.n = config, n
+        self.stats.reductions += 1
+
+    def reduce_once(self) -> bool:
+        """One step: a failing part ("reduce to subset"), else a failing
+        complement ("reduce to complement"); False when neither fails."""
+        parts = _split(self.current, self.n)
+        for part in parts:
+            if self(part):
+                self.adopt(part, 2)
+                return True
+        if self.n > 2:  # with two parts, the complements are the parts
+            for i in range(self.n):
+                complement = tuple(p for j, part in enumerate(parts) if j != i for p in part)
+                if self(complement):
+                    self.adopt(complement, max(self.n - 1, 2))
+                    return True
+        return False
+
+    def run(self) -> None:
+        while len(self.current) >= 2:
+            if self.reduce_once():
+                continue
+            if self.n >= len(self.current):
+                break  # every single-item complement passed: 1-minimal
+            self.n = min(self.n * 2, len(self.current))
+        if len(self.current) == 1 and self(()):
+            self.adopt((), 2)
+
+
 def ddmin(
     items: Sequence[T],
     still_fails: Callable[[list[T]], bool],
@@ -86,54 +151,9 @@ def ddmin(
     when given, is filled in.
     """
     stats = stats if stats is not None else DDStats()
-    cache: dict[tuple[int, ...], bool] = {}
-    current: tuple[int, ...] = tuple(range(len(items)))
-    n = 2
-
-    def test(config: tuple[int, ...]) -> bool:
-        known = cache.get(config)
-        if known is not None:
-            stats.cache_hits += 1
-            return known
-        if deadline is not None and clock() >= deadline:
-            stats.timed_out = True
-            raise _Timeout
-        outcome = bool(still_fails([items[i] for i in config]))
-        cache[config] = outcome
-        stats.tests_run += 1
-        if progress is not None:
-            progress(
-                DDProgress(
-                    tests_run=stats.tests_run,
-                    size=len(config) if outcome else len(current),
-                    granularity=n,
-                )
-            )
-        return outcome
-
+    tester = _Tester(items, still_fails, deadline, progress, stats, clock)
     try:
-        while len(current) >= 2:
-            parts = _split(current, n)
-            reduced = False
-            for part in parts:
-                if test(part):
-                    current, n, reduced = part, 2, True
-                    break
-            if not reduced and n > 2:  # with two parts, the complements are the parts
-                for i in range(n):
-                    complement = tuple(p for j, part in enumerate(parts) if j != i for p in part)
-                    if test(complement):
-                        current, n, reduced = complement, max(n - 1, 2), True
-                        break
-            if reduced:
-                stats.reductions += 1
-                continue
-            if n >= len(current):
-                break  # every single-item complement passed: 1-minimal
-            n = min(n * 2, len(current))
-        if len(current) == 1 and test(()):
-            current = ()
-            stats.reductions += 1
+        tester.run()
     except _Timeout:
         pass
-    return [items[i] for i in current]
+    return [items[i] for i in tester.current]

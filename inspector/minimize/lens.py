@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.assembly import AUTO, HAR, JSONL, SSE, UnreadableInput, detect_format, stream_bytes
-from inspector.lenses import LENSES, LensCall, LensResult, read_stream, run_lens, title
+from inspector.lenses import (
+    LENSES,
+    LensCall,
+    LensResult,
+    read_frames_and_result,
+    run_lens,
+    title,
+)
 from inspector.lenses.compare import divergences, strict_document
 
 from .stream import NothingToMinimize, describe, refusal_signature
@@ -135,37 +142,61 @@ def labels(lens: LensResult, strict: Any, fmt_signature: str = "") -> LensSignat
     entries = divergences(lens, strict)
     if not entries:
         return ()
-    document = strict_document(strict)
-    strict_calls: list[dict[str, Any]] = document.get("calls") or []
-    delivered = lens.delivered_calls
-    merged: set[int] = set()
-    out: set[str] = set()
+    strict_calls: list[dict[str, Any]] = strict_document(strict).get("calls") or []
+    out, merged = _missing_labels(entries, strict_calls, lens.delivered_calls)
     for entry in entries:
-        kind = entry["kind"]
-        if kind == "missing":
+        label = _entry_label(entry, lens, strict_calls, merged, fmt_signature)
+        if label:
+            out.add(label)
+    return tuple(sorted(out, key=_order))
+
+
+def _missing_labels(
+    entries: list[dict[str, Any]],
+    strict_calls: list[dict[str, Any]],
+    delivered: Sequence[LensCall],
+) -> tuple[set[str], set[int]]:
+    """Labels of the strict calls the lens lacks (dropped or merged), and the
+    lens calls that absorbed one (their arguments differ by the merge alone)."""
+    out: set[str] = set()
+    merged: set[int] = set()
+    for entry in entries:
+        if entry["kind"] == "missing":
             into = _merged_into(strict_calls[entry["call"]], delivered)
             out.add("drops a call" if into is None else "merges calls")
             if into is not None:
                 merged.add(into)
-    for entry in entries:
-        kind, lens_pos = entry["kind"], entry["lens_call"]
-        call = delivered[lens_pos] if lens_pos is not None else None
+    return out, merged
+
+
+def _entry_label(
+    entry: dict[str, Any],
+    lens: LensResult,
+    strict_calls: list[dict[str, Any]],
+    merged: set[int],
+    fmt_signature: str,
+) -> str | None:
+    """The label of one divergence other than a missing call (None: no label)."""
+    kind, lens_pos = entry["kind"], entry["lens_call"]
+    if kind == "error":
+        return _error_label(lens)
+    if kind == "extra":
+        return "adds a call"
+    if kind == "unparsed":
+        return "does not run a call strict runs"
+    if kind == "runs_despite_refusal":
+        return f"runs a call strict refuses ({fmt_signature or 'refused'})"
+    call = lens.delivered_calls[lens_pos] if lens_pos is not None else None
+    if call is None:
+        return None
+    if kind == "id":
+        return "changes an id" if call.id else "leaves a call without an id"
+    if kind == "name":
         held = strict_calls[entry["call"]] if entry["call"] is not None else {}
-        if kind == "error":
-            out.add(_error_label(lens))
-        elif kind == "extra":
-            out.add("adds a call")
-        elif kind == "id" and call is not None:
-            out.add("changes an id" if call.id else "leaves a call without an id")
-        elif kind == "name" and call is not None:
-            out.add(_name_label(call, held))
-        elif kind == "arguments" and call is not None and lens_pos not in merged:
-            out.add(_arguments_label(call))
-        elif kind == "unparsed":
-            out.add("does not run a call strict runs")
-        elif kind == "runs_despite_refusal":
-            out.add(f"runs a call strict refuses ({fmt_signature or 'refused'})")
-    return tuple(sorted(out, key=_order))
+        return _name_label(call, held)
+    if kind == "arguments" and lens_pos not in merged:
+        return _arguments_label(call)
+    return None
 
 
 def _order(label: str) -> tuple[int, str]:
@@ -179,7 +210,7 @@ def signature(
     name: str, data: bytes, fmt: str, tools: list[dict[str, Any]] | None = None
 ) -> tuple[LensResult, LensSignature]:
     """(the lens's result, its signature) on the stream `data` (sse or jsonl)."""
-    frames, strict = read_stream(data, fmt)
+    frames, strict = read_frames_and_result(data, fmt)
     result = run_lens(name, frames, tools=tools)
     refused = refusal_signature(data, fmt) if strict.refusal is not None else None
     return result, labels(result, strict, describe(refused) if refused else "")

@@ -137,7 +137,8 @@ def test_lens_keeps_the_divergence_and_exports_the_strict_expectation(merged, tm
     # The expectation is what strict makes of the minimized stream: two calls, ok.
     assert case["expect"] == json.loads(dumps(expectation(assemble(proc.stdout, fmt="sse"))))
     assert case["expect"]["outcome"] == "ok"
-    assert [call["id"] for call in case["expect"]["calls"]] == ["call_a", "call_b"]
+    ids = [call["id"] for call in case["expect"]["calls"]]  # shortened, still two
+    assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
 
 
 def test_lens_on_a_refused_stream_keeps_the_refusal_too(refused):

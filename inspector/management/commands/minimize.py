@@ -4,7 +4,8 @@
 `inspector/minimize/lens.py`): the smallest stream on which that library still
 parts from the assembler the same way, whether or not strict refuses it.
 
-Progress goes to stderr (pass, tests run, current size), the minimized stream
+Progress goes to stderr (`Progress.line()`: pass, candidates tried, current
+size in frames and bytes against the original's, time spent), the minimized stream
 to stdout (or `--out FILE`).  `--export DIR --name NAME` also writes it as a
 regression case, `DIR/NAME.sse` and `DIR/NAME.expect.json`, in the shape of
 the conformance cases.
@@ -28,7 +29,8 @@ from inspector.assembly import AUTO, UnreadableInput, detect_format
 from inspector.management.streamcommand import UNREADABLE, StreamCommand
 from inspector.minimize.export import NAME, case_files
 from inspector.minimize.lens import lens_names, lens_target
-from inspector.minimize.stream import Minimized, NothingToMinimize, Progress, minimize
+from inspector.minimize.progress import Progress
+from inspector.minimize.stream import Minimized, NothingToMinimize, minimize
 
 
 def _seconds(text: str) -> float:
@@ -91,7 +93,8 @@ class Command(StreamCommand):
 
         self._say(
             f"minimized: keeps {found.target}: {found.original_bytes} -> {len(found.data)} bytes, "
-            f"{found.original_frames} -> {found.frames} frames, {found.tests_run} tests"
+            f"{found.original_frames} -> {found.frames} frames, "
+            f"{found.tests_run} candidates tried"
             + (f"; time ran out after {seconds:g} s, maybe not minimal" if found.timed_out else "")
         )
         if options["export"] is not None:
@@ -154,9 +157,5 @@ def _default_name(path: str) -> str:
 
 
 def _print_progress(progress: Progress) -> None:
-    state = "done" if progress.done else "..."
-    sys.stderr.write(
-        f"minimize: round {progress.round} {progress.pass_name} {state} "
-        f"{progress.tests_run} tests, {progress.size} bytes, {progress.frames} frames\n"
-    )
+    sys.stderr.write(progress.line() + "\n")
     sys.stderr.flush()
