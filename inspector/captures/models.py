@@ -44,8 +44,9 @@ class Capture(models.Model):
     slug = models.CharField(max_length=32, unique=True, default=new_slug, editable=False)
     title = models.CharField(max_length=200, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.UPLOAD)
-    input_format = models.CharField(max_length=8)  # sse, jsonl or har: what was uploaded
-    stream_format = models.CharField(max_length=8)  # sse or jsonl: how `raw` reads
+    # sse, jsonl, json-array, har or json (a whole body): what was received
+    input_format = models.CharField(max_length=16)
+    stream_format = models.CharField(max_length=16)  # sse, jsonl or json-array: how `raw` reads
     # Captures made from one upload (a HAR with several streams) share a group.
     group = models.CharField(max_length=32, blank=True, db_index=True)
     har_entry = models.IntegerField(null=True, blank=True)

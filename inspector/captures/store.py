@@ -18,6 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from inspector.assembly import (
+    JSON_ARRAY,
+    JSONL,
     LENIENT,
     POLICIES,
     STRICT,
@@ -117,9 +119,13 @@ def stored_stream(capture: models.Capture) -> bytes:
     """A capture's stored frames joined back into a stream: each SSE block
     ends in a blank line, each JSON Lines line in LF.  (What a live capture
     has before it closes; NULs were stored as U+FFFD, CRLF as LF.)"""
-    separator = "\n" if capture.stream_format == "jsonl" else "\n\n"
-    rows = capture.frames.order_by("number").values_list("raw", flat=True)
-    return "".join(raw + separator for raw in rows.iterator()).encode("utf-8", "surrogatepass")
+    rows = capture.frames.order_by("number").values_list("raw", flat=True).iterator()
+    if capture.stream_format == JSON_ARRAY:
+        text = "[" + ",\r\n".join(rows) + "]"
+    else:
+        separator = "\n" if capture.stream_format == JSONL else "\n\n"
+        text = "".join(raw + separator for raw in rows)
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result]) -> dict:
@@ -182,11 +188,18 @@ def _store_results(capture: models.Capture, results: dict[str, Result]) -> None:
 
 
 def _model_name(frames: list[StreamFrame]) -> str:
+    """The model the stream says answered, in any dialect: a chat chunk's
+    `model`, Gemini's `modelVersion`, or the `model` of the response (OpenAI
+    Responses) or message (Anthropic) a start event carries."""
     for frame in frames:
         if frame.kind is FrameKind.CHUNK:
-            model = frame.payload.get("model")
-            if type(model) is str and model:
-                return model
+            payload = frame.payload
+            holders = (payload, payload.get("response"), payload.get("message"))
+            for holder in holders:
+                if type(holder) is dict:
+                    model = holder.get("model") or holder.get("modelVersion")
+                    if type(model) is str and model:
+                        return model
     return ""
 
 

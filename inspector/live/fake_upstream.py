@@ -2,8 +2,10 @@
 
     python manage.py fake_upstream --port 9100 --scenarios DIR
 
-`POST /v1/chat/completions` answers with the scenario named by the
-request's `model`: `DIR/<model>.sse` or `DIR/<model>.jsonl`, one frame per
+`POST /v1/chat/completions`, `/v1/responses`, `/v1/messages` and
+`/v1beta/models/<model>:streamGenerateContent` (or `:generateContent`, or
+`/v1/models/...`) answer with the scenario named by the request's `model`
+(Gemini: the model in the path): `DIR/<model>.sse` or `DIR/<model>.jsonl`, one frame per
 write (chunked transfer encoding), at the scenario's pace.  A JSON Lines
 file is served re-encoded as SSE `data:` frames, unless its sidecar says
 `"serve_as": "jsonl"` (then its lines go out as they are, as
@@ -58,7 +60,17 @@ class Scenario:
     fail_times: int = 0
     fail_status: int | None = None
     echo_key: str | None = None
+    whole: Any = None  # the non-streamed answer, for dialects other than chat
     raw: bytes = b""
+
+    def array_pieces(self) -> list[bytes]:
+        """The frames' data as one JSON array, a piece per element (Gemini
+        without `?alt=sse`): `[` + first, `,\\r\\n` + each next, `]` last."""
+        data = [_block_data(frame) for frame in self.frames]
+        pieces = [(b"[" if n == 0 else b",\r\n") + d for n, d in enumerate(data)]
+        if pieces:
+            pieces[-1] += b"]"
+        return pieces or [b"[]"]
 
     @classmethod
     def load(cls, path: Path) -> Scenario:
@@ -87,14 +99,48 @@ class Scenario:
             fail_times=int(options.get("fail_times", 0) or 0),
             fail_status=int(options["fail_status"]) if options.get("fail_status") else None,
             echo_key=options.get("echo_key"),
+            whole=options.get("whole"),
             raw=b"".join(frames),
         )
+
+
+def _block_data(block: bytes) -> bytes:
+    """The data of one SSE block (its `data:` lines joined)."""
+    lines = [line for line in block.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(line[5:].removeprefix(b" ") for line in lines)
 
 
 def sse_frames(data: bytes) -> list[bytes]:
     """An SSE file's blocks, each with its blank line."""
     text = data.replace(b"\r\n", b"\n")
     return [block.strip(b"\n") + b"\n\n" for block in re.split(rb"\n\n+", text) if block.strip()]
+
+
+# Every route the fake serves: OpenAI chat completions and Responses,
+# Anthropic Messages, Gemini's (stream)GenerateContent.
+ROUTES = re.compile(
+    r"^/(?:v1/(?P<api>chat/completions|responses|messages)"
+    r"|(?P<version>v1(?:beta|alpha)?)/models/(?P<model>[^/:]+):"
+    r"(?P<verb>streamGenerateContent|generateContent))$"
+)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a request asks for: a stream or a whole answer, and in which form."""
+
+    chat: bool  # OpenAI chat completions (its whole answer is built from the stream)
+    stream: bool
+    array: bool  # Gemini's stream as one JSON array (no `?alt=sse`)
+
+    @classmethod
+    def of(cls, route: re.Match, body: dict[str, Any], query: str) -> Ask:
+        verb = route["verb"]
+        if verb is None:
+            stream = body.get("stream") is True
+            return cls(chat=route["api"] == "chat/completions", stream=stream, array=False)
+        stream = verb == "streamGenerateContent"
+        return cls(chat=False, stream=stream, array=stream and "alt=sse" not in query)
 
 
 @dataclass
@@ -308,26 +354,37 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         served = self._served(body)
-        path = self.path.split("?")[0]
-        if path != "/v1/chat/completions":
-            served.status, served.ended = 404, "error"
-            self._send_whole(404, error_json(f"no route {path}", "not_found"))
+        path, _, query = self.path.partition("?")
+        route = ROUTES.match(path)
+        if route is None:
+            self._fail(served, 404, error_json(f"no route {path}", "not_found"))
             return
         if not isinstance(body, dict):
-            served.status, served.ended = 400, "error"
-            self._send_whole(400, error_json("the body is not a JSON object", "invalid_request"))
+            self._fail(served, 400, error_json("the body is not a JSON object", "invalid_request"))
             return
-        name = body.get("model")
-        scenario = self.fake.scenario(name) if isinstance(name, str) else None
+        scenario = self._scenario(served, route["model"] or body.get("model"))
         if scenario is None:
-            served.status, served.ended = 404, "error"
-            message = f"no scenario {name!r}; have: {', '.join(self.fake.names())}"
-            self._send_whole(404, error_json(message, "invalid_request_error", "model_not_found"))
             return
-        served.scenario = scenario.name
         if scenario.echo_key:
             self._refuse_key(served, scenario.echo_key)
             return
+        self._answer(served, scenario, Ask.of(route, body, query))
+
+    def _fail(self, served: Served, status: int, body: bytes) -> None:
+        served.status, served.ended = status, "error"
+        self._send_whole(status, body)
+
+    def _scenario(self, served: Served, name: Any) -> Scenario | None:
+        scenario = self.fake.scenario(name) if isinstance(name, str) else None
+        if scenario is None:
+            message = f"no scenario {name!r}; have: {', '.join(self.fake.names())}"
+            body = error_json(message, "invalid_request_error", "model_not_found")
+            self._fail(served, 404, body)
+            return None
+        served.scenario = scenario.name
+        return scenario
+
+    def _answer(self, served: Served, scenario: Scenario, ask: Ask) -> None:
         number = self.fake.count(scenario.name)
         failing = number <= scenario.fail_times
         if failing and scenario.fail_status:
@@ -341,18 +398,25 @@ class _Handler(BaseHTTPRequestHandler):
             cut = cut if cut is not None else DEFAULT_FAIL_CUT
         elif scenario.fail_times:
             cut = None  # a flaky scenario's later requests succeed
-        if body.get("stream") is not True:
-            self._answer_whole(served, scenario, failing)
-            return
-        self._stream(served, scenario, cut)
+        if not ask.stream:
+            self._answer_whole(served, scenario, failing, ask)
+        elif ask.array:
+            self._stream(served, scenario.array_pieces(), "application/json", scenario, cut)
+        else:
+            self._stream(served, scenario.frames, scenario.content_type, scenario, cut)
 
-    def _answer_whole(self, served: Served, scenario: Scenario, failing: bool) -> None:
+    def _answer_whole(self, served: Served, scenario: Scenario, failing: bool, ask: Ask) -> None:
         if failing:
             served.status, served.ended = 500, "failed"
             self._send_whole(500, error_json("fake failure (not streamed)", "server_error"))
             return
+        whole = completion_from(scenario) if ask.chat else scenario.whole
+        if whole is None:
+            message = f"scenario {scenario.name!r} has no non-streamed answer (sidecar 'whole')"
+            self._fail(served, 400, error_json(message, "invalid_request_error"))
+            return
         served.ended = "complete"
-        self._send_whole(200, json.dumps(completion_from(scenario)).encode())
+        self._send_whole(200, json.dumps(whole).encode())
 
     def _refuse_key(self, served: Served, how: str) -> None:
         """Refuse the request's key, quoting it whole (as OpenAI's 401 does)."""
@@ -377,16 +441,23 @@ class _Handler(BaseHTTPRequestHandler):
         served.status, served.ended = 200, "complete"
         self.wfile.write(b"0\r\n\r\n")
 
-    def _stream(self, served: Served, scenario: Scenario, cut: int | None) -> None:
+    def _stream(
+        self,
+        served: Served,
+        frames: list[bytes],
+        content_type: str,
+        scenario: Scenario,
+        cut: int | None,
+    ) -> None:
         pace = self.fake.pace_ms if self.fake.pace_ms is not None else scenario.pace_ms
         self.send_response(200)
-        self.send_header("Content-Type", scenario.content_type)
+        self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         write = self.wfile.write
         try:
-            for number, frame in enumerate(scenario.frames):
+            for number, frame in enumerate(frames):
                 if number and pace:
                     time.sleep(pace / 1000)
                 if cut is not None and number >= cut:

@@ -1,4 +1,4 @@
-"""Guard mode: `POST /guard/<upstream>/v1/chat/completions`.
+"""Guard mode: `POST /guard/<upstream>/...`, every route of the proxy.
 
 The inspector holds the upstream's stream until the strict assembler has
 read all of it.  Accepted: the client gets the stream exactly as the
@@ -8,13 +8,15 @@ again, up to `INSPECTOR_GUARD_RETRIES` times (default 2), after a backoff
 of `INSPECTOR_GUARD_BACKOFF_SECONDS` (default 0.5) doubling each time.
 A non-retryable refusal, or an upstream 4xx other than 408/409/425/429
 (sending the same request again can't help), ends the guard at once.
-When no attempt is accepted the client gets 502 with
+When no attempt is accepted the client gets 502 with an error in its API's
+own shape (`wire.py`: OpenAI, Anthropic or Google), whose `error` object
+also holds
 
-    {"error": "...", "group": "...",
-     "attempts": [{"attempt", "slug", "url", "outcome", "http_status", "refusal": {...}}]}
+    "group": "...",
+    "attempts": [{"attempt", "slug", "url", "outcome", "http_status", "refusal": {...}}]
 
-and `x-should-retry: false`, so the OpenAI SDK doesn't start another round
-of its own.  Every attempt is recorded as the proxy records one, in one
+and `x-should-retry: false`, so the OpenAI and Anthropic SDKs don't start
+another round of their own.  Every attempt is recorded as the proxy records one, in one
 attempt group.
 """
 
@@ -32,16 +34,19 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .proxy import (
     CHAT_PATH,
+    MESSAGES_PATH,
+    RESPONSES_PATH,
     Outbound,
     ProxyError,
     RecordedAnswer,
-    error_body,
+    gemini_route,
     prepare,
     record_unreachable,
     record_whole,
     send_upstream,
     stream_format_of,
 )
+from .wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +88,7 @@ async def run_attempt(out: Outbound, group: str | None) -> RecordedAnswer:
         started,
         group=group,
         mode="guard",
-        stream_format=stream_format_of(response, out.stream),
+        stream_format=stream_format_of(response, out.stream, out.wire),
     )
 
 
@@ -99,21 +104,19 @@ def summary(attempt: RecordedAnswer) -> dict[str, Any]:
     }
 
 
-def failure(attempts: list[RecordedAnswer], reason: str) -> JsonResponse:
+def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResponse:
     group = next((a.recording.group for a in attempts if a.recording), None)
     last = attempts[-1]
     code = (last.refusal or {}).get("code") or last.outcome
-    # OpenAI's error shape, so a client library shows the message (the SDK
-    # reads `error.message`); the attempts ride along inside it.
-    response = JsonResponse(
-        error_body(
-            f"guard: no attempt was accepted ({reason}; last refusal {code})",
-            "guard_no_accepted_attempt",
-            group=group,
-            attempts=[summary(a) for a in attempts],
-        ),
-        status=502,
-        json_dumps_params={"ensure_ascii": False},
+    # The client API's error shape, so its SDK shows the message; the
+    # attempts ride along inside it.
+    response = wire.error_response(
+        f"guard: no attempt was accepted ({reason}; last refusal {code}); "
+        f"the attempts are {group and f'/api/attempts/{group}' or 'unrecorded'}",
+        "guard_no_accepted_attempt",
+        502,
+        group=group,
+        attempts=[summary(a) for a in attempts],
     )
     response["x-should-retry"] = "false"
     if group:
@@ -121,27 +124,26 @@ def failure(attempts: list[RecordedAnswer], reason: str) -> JsonResponse:
     return response
 
 
-@csrf_exempt
-async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
+async def _guard(request: HttpRequest, upstream: str, wire: Wire, path: str, **how) -> HttpResponse:
     if request.method != "POST":
-        response = JsonResponse(
-            error_body("use POST for chat completions", "method_not_allowed"), status=405
-        )
-        response["Allow"] = "POST"
-        return response
+        return wire.method_not_allowed()
     try:
-        out = prepare(request, upstream, CHAT_PATH)
+        out = prepare(request, upstream, path, wire, **how)
     except ProxyError as error:
-        return error.response()
+        return error.response(wire)
     if not out.stream:
-        return JsonResponse(
-            error_body(
-                'guard mode holds streamed answers: send "stream": true '
-                "(use /proxy/ for other requests)",
-                "guard_needs_stream",
-            ),
-            status=400,
+        return wire.error_response(
+            "guard mode holds streamed answers: ask for a stream (use /proxy/ for other requests)",
+            "guard_needs_stream",
+            400,
         )
+    return await guarded(out)
+
+
+async def guarded(out: Outbound) -> HttpResponse:
+    """Send until an attempt is accepted, a refusal can't be helped, or the
+    retries are used up."""
+    wire = out.wire
     allowed = retries()
     done: list[RecordedAnswer] = []
     group: str | None = None
@@ -156,6 +158,29 @@ async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
             return attempt.response()
         if not worth_retrying(attempt):
             if attempt.message is None:
-                return failure(done, "the attempt could not be recorded")
-            return failure(done, "the refusal is not retryable")
-    return failure(done, f"{allowed} retries used")
+                return failure(wire, done, "the attempt could not be recorded")
+            return failure(wire, done, "the refusal is not retryable")
+    return failure(wire, done, f"{allowed} retries used")
+
+
+@csrf_exempt
+async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
+    return await _guard(request, upstream, CHAT_WIRE, CHAT_PATH)
+
+
+@csrf_exempt
+async def guard_responses(request: HttpRequest, upstream: str) -> HttpResponse:
+    return await _guard(request, upstream, RESPONSES_WIRE, RESPONSES_PATH)
+
+
+@csrf_exempt
+async def guard_messages(request: HttpRequest, upstream: str) -> HttpResponse:
+    return await _guard(request, upstream, MESSAGES_WIRE, MESSAGES_PATH)
+
+
+@csrf_exempt
+async def guard_gemini(
+    request: HttpRequest, upstream: str, version: str, model: str, verb: str
+) -> HttpResponse:
+    path, how = gemini_route(version, model, verb)
+    return await _guard(request, upstream, GEMINI_WIRE, path, **how)

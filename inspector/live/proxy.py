@@ -58,11 +58,15 @@ from inspector.assembly.jsontext import compact
 
 from . import attempts, redact
 from .recorder import Recording, StoredRequest
-from .upstreams import upstream_url, upstreams
+from .upstreams import upstream_root_url, upstream_url, upstreams
+from .wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 
 logger = logging.getLogger(__name__)
 
 CHAT_PATH = "chat/completions"
+RESPONSES_PATH = "responses"
+MESSAGES_PATH = "messages"
+GEMINI_STREAM_VERB = "streamGenerateContent"
 # Request headers not forwarded: hop-by-hop ones, the ones httpx sets itself,
 # and Accept-Encoding (the proxy asks for identity, so it relays and records
 # the bytes as sent; a body compressed anyway is decoded, and relayed without
@@ -102,6 +106,7 @@ RESPONSE_SKIP = frozenset(
 )
 INSPECTOR_PREFIX = "x-inspector-"
 SSE_TYPES = ("text/event-stream",)
+JSON_TYPES = ("application/json",)
 JSONL_TYPES = (
     "application/x-ndjson",
     "application/ndjson",
@@ -141,18 +146,20 @@ def http_client() -> httpx.AsyncClient:
 
 
 class ProxyError(Exception):
-    """Answered as an OpenAI-shaped JSON error, before anything is sent."""
+    """Answered as a JSON error in the client API's shape, before anything is sent."""
 
     def __init__(self, status: int, message: str, kind: str) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
 
-    def response(self) -> JsonResponse:
-        return JsonResponse(error_body(str(self), self.kind), status=self.status)
+    def response(self, wire: Wire = CHAT_WIRE) -> JsonResponse:
+        return wire.error_response(str(self), self.kind, self.status)
 
 
 def error_body(message: str, kind: str, **extra: Any) -> dict[str, Any]:
+    """An error line the inspector records itself (OpenAI's shape, which the
+    assembler reads as an error frame in every dialect)."""
     return {"error": {"message": message, "type": kind, "code": kind, **extra}}
 
 
@@ -165,19 +172,26 @@ class Outbound(StoredRequest):
     headers: list[tuple[str, str]]
     body: bytes
     stream: bool = False
+    wire: Wire = CHAT_WIRE
 
 
-def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
-    try:
-        known = upstreams()
-    except ImproperlyConfigured as error:
-        raise ProxyError(500, str(error), "inspector_misconfigured") from None
-    url = upstream_url(upstream, path) if upstream in known else None
-    if url is None:
-        names = ", ".join(sorted(known)) or "none (set INSPECTOR_UPSTREAMS)"
-        raise ProxyError(
-            404, f"unknown upstream {upstream!r}; configured: {names}", "unknown_upstream"
-        )
+def prepare(
+    request: HttpRequest,
+    upstream: str,
+    path: str,
+    wire: Wire = CHAT_WIRE,
+    *,
+    from_root: bool = False,
+    model: str | None = None,
+    stream: bool | None = None,
+) -> Outbound:
+    """What to send upstream for `request`, and what of it may be stored.
+
+    `path` goes below the upstream's base URL, or (`from_root`, Gemini's
+    versioned paths) below its root, the base without a trailing `/v1`.
+    `model` and `stream` are taken from the URL when the route says them
+    (Gemini), else from the JSON body (`model`, `"stream": true`)."""
+    url = _upstream_url(upstream, path, from_root)
     query = request.META.get("QUERY_STRING", "")
     if query:
         url = f"{url}?{query}"
@@ -186,39 +200,69 @@ def prepare(request: HttpRequest, upstream: str, path: str) -> Outbound:
     secrets = sorted(
         {*redact.secret_values(items), *redact.query_secret_values(query)}, key=len, reverse=True
     )
+    out = Outbound(
+        upstream=upstream,
+        url=url,
+        method=request.method or "POST",
+        headers=_forwarded_headers(items),
+        body=request.body,
+        secrets=secrets,
+        source_url=redact.redact_url(url, secrets),
+        group_header=request.headers.get(attempts.GROUP_HEADER),
+        not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
+        wire=wire,
+    )
+    _read_request_body(out)
+    if model is not None:
+        out.model = model[:200]
+    if stream is not None:
+        out.stream = stream
+    return out
+
+
+def _upstream_url(upstream: str, path: str, from_root: bool) -> str:
+    try:
+        known = upstreams()
+    except ImproperlyConfigured as error:
+        raise ProxyError(500, str(error), "inspector_misconfigured") from None
+    url = None
+    if upstream in known:
+        url = upstream_root_url(upstream, path) if from_root else upstream_url(upstream, path)
+    if url is None:
+        names = ", ".join(sorted(known)) or "none (set INSPECTOR_UPSTREAMS)"
+        raise ProxyError(
+            404, f"unknown upstream {upstream!r}; configured: {names}", "unknown_upstream"
+        )
+    return url
+
+
+def _forwarded_headers(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
     headers = [
         (name, value)
         for name, value in redact.without_inspector_credentials(items)
         if name.lower() not in REQUEST_SKIP and not name.lower().startswith(INSPECTOR_PREFIX)
     ]
     headers.append(("Accept-Encoding", "identity"))
-    body = request.body
-    out = Outbound(
-        upstream=upstream,
-        url=url,
-        method=request.method or "POST",
-        headers=headers,
-        body=body,
-        secrets=secrets,
-        source_url=redact.redact_url(url, secrets),
-        group_header=request.headers.get(attempts.GROUP_HEADER),
-        not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
-    )
-    if body:
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            out.request_json = ""
-        else:
-            kept, dropped = redact.drop_personal_fields(parsed)
-            out.not_stored += [f"body.{name}" for name in dropped]
-            out.parsed = redact.redact_body(kept, secrets)
-            out.request_json = compact(out.parsed)
-            if isinstance(parsed, dict):
-                model = parsed.get("model")
-                out.model = model[:200] if isinstance(model, str) else ""
-                out.stream = parsed.get("stream") is True
-    return out
+    return headers
+
+
+def _read_request_body(out: Outbound) -> None:
+    """The stored copy of a JSON body (secrets and personal fields out), its
+    model and whether it asks for a stream."""
+    if not out.body:
+        return
+    try:
+        parsed = orjson.loads(out.body)
+    except orjson.JSONDecodeError:
+        return
+    kept, dropped = redact.drop_personal_fields(parsed)
+    out.not_stored += [f"body.{name}" for name in dropped]
+    out.parsed = redact.redact_body(kept, out.secrets)
+    out.request_json = compact(out.parsed)
+    if isinstance(parsed, dict):
+        model = parsed.get("model")
+        out.model = model[:200] if isinstance(model, str) else ""
+        out.stream = parsed.get("stream") is True
 
 
 def forward_headers(response: httpx.Response) -> dict[str, str]:
@@ -231,21 +275,26 @@ def forward_headers(response: httpx.Response) -> dict[str, str]:
     return out
 
 
-def stream_format_of(response: httpx.Response, asked_stream: bool = False) -> str | None:
-    """sse or jsonl for a streamed body; None for a body read whole.
+def stream_format_of(
+    response: httpx.Response, asked_stream: bool = False, wire: Wire = CHAT_WIRE
+) -> str | None:
+    """sse, jsonl or json-array for a streamed body; None for a body read whole.
 
     Some gateways stream SSE under another content type (`text/plain`,
     `application/octet-stream`, none at all): a successful answer to a
     request that asked for `"stream": true` is then read as SSE, unless it
-    says it is JSON."""
+    says it is JSON.  Gemini's `:streamGenerateContent` without `?alt=sse`
+    streams one JSON array under `application/json`: a json-array stream."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind in SSE_TYPES:
         return "sse"
     if kind in JSONL_TYPES:
         return "jsonl"
-    if asked_stream and response.status_code < 300 and not kind.endswith(("/json", "+json")):
-        return "sse"
-    return None
+    if not asked_stream or response.status_code >= 300:
+        return None
+    if kind in JSON_TYPES and wire is GEMINI_WIRE:
+        return "json-array"
+    return None if kind.endswith(("/json", "+json")) else "sse"
 
 
 async def _aclose(response: httpx.Response) -> None:
@@ -315,20 +364,20 @@ async def record_unreachable(
     group: str | None = None,
     mode: str = "proxy",
 ) -> RecordedAnswer:
-    """502 (504 for a timeout) with an OpenAI-shaped JSON error, recorded."""
+    """502 (504 for a timeout) with a JSON error in the client API's shape, recorded."""
     timeout = isinstance(error, httpx.TimeoutException)
     status = 504 if timeout else 502
     kind = "upstream_timeout" if timeout else "upstream_unreachable"
     detail = redact.redact_text(f"{type(error).__name__}: {error}".strip(), out.secrets)
     message = f"upstream {out.upstream!r} unreachable at {out.source_url}: {detail}"
-    body = error_body(message, kind, upstream=out.upstream)
-    line = orjson.dumps(body) + b"\n"
+    line = orjson.dumps(error_body(message, kind, upstream=out.upstream)) + b"\n"
     recording = Recording.open(
         out, stream_format="jsonl", http_status=status, started=started, group=group, mode=mode
     )
     recording.feed(line, time.monotonic())
     done = await finish_quietly(None, recording)
-    body["inspector"] = {"capture": recording.slug, "url": recording.url}
+    inspector = {"capture": recording.slug, "url": recording.url}
+    body = out.wire.error_body(message, kind, status, upstream=out.upstream, inspector=inspector)
     return RecordedAnswer(
         recording, status, orjson.dumps(body), {}, "application/json", message=done
     )
@@ -415,8 +464,10 @@ async def record_whole(
     finally:
         message = await finish_quietly(response, recording)
     if dropped is not None and stream_format is None:
-        error = error_body(
-            f"upstream {out.upstream!r} dropped the connection mid-body", "upstream_disconnected"
+        error = out.wire.error_body(
+            f"upstream {out.upstream!r} dropped the connection mid-body",
+            "upstream_disconnected",
+            502,
         )
         return RecordedAnswer(recording, 502, orjson.dumps(error), {}, "application/json", message)
     return RecordedAnswer(recording, status, body, forward_headers(response), content_type, message)
@@ -478,24 +529,9 @@ class RelayResponse(DirectStreamingResponse):
                     recording.out.source_url,
                     redact.redact_text(repr(dropped), recording.out.secrets),
                 )
-                yield drop_notice(self.stream_format, dropped)
+                yield recording.out.wire.drop_notice(self.stream_format, dropped)
         finally:
             await finish_quietly(upstream, recording)
-
-
-def drop_notice(stream_format: str, error: Exception) -> bytes:
-    """The in-band error a client gets after a relayed stream the upstream
-    cut: an OpenAI-shaped `error` frame."""
-    payload = orjson.dumps(
-        error_body(
-            f"the upstream dropped the connection mid-stream ({type(error).__name__}); "
-            "the inspector relayed every byte it received",
-            "upstream_disconnected",
-        )
-    )
-    if stream_format == "sse":
-        return b"\n\ndata: " + payload + b"\n\n"
-    return b"\n" + payload + b"\n"
 
 
 # -- views -------------------------------------------------------------------
@@ -522,29 +558,14 @@ def unsafe_path(path: str) -> str | None:
     return None
 
 
-def _method_not_allowed() -> JsonResponse:
-    response = JsonResponse(
-        error_body("use POST for chat completions", "method_not_allowed"), status=405
-    )
-    response["Allow"] = "POST"
-    return response
-
-
-@csrf_exempt
-async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
-    """`POST /proxy/<upstream>/v1/chat/completions`: forward, relay, record."""
-    if request.method != "POST":
-        return _method_not_allowed()
-    try:
-        out = prepare(request, upstream, CHAT_PATH)
-    except ProxyError as error:
-        return error.response()
+async def relay_and_record(request: HttpRequest, out: Outbound) -> HttpResponse:
+    """Forward `out`, relay the answer as it arrives, record it."""
     started = time.monotonic()
     try:
         response = await send_upstream(out)
     except httpx.HTTPError as error:
         return (await record_unreachable(out, error, started)).response()
-    stream_format = stream_format_of(response, out.stream)
+    stream_format = stream_format_of(response, out.stream, out.wire)
     if stream_format is None:
         return (await record_whole(out, response, started)).response()
     # No database work before the response starts: the recorder creates the
@@ -566,6 +587,50 @@ async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
     return relayed
 
 
+async def _proxy(request: HttpRequest, upstream: str, wire: Wire, path: str, **how) -> HttpResponse:
+    if request.method != "POST":
+        return wire.method_not_allowed()
+    try:
+        out = prepare(request, upstream, path, wire, **how)
+    except ProxyError as error:
+        return error.response(wire)
+    return await relay_and_record(request, out)
+
+
+@csrf_exempt
+async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
+    """`POST /proxy/<upstream>/v1/chat/completions`: forward, relay, record."""
+    return await _proxy(request, upstream, CHAT_WIRE, CHAT_PATH)
+
+
+@csrf_exempt
+async def proxy_responses(request: HttpRequest, upstream: str) -> HttpResponse:
+    """`POST /proxy/<upstream>/v1/responses` (OpenAI Responses)."""
+    return await _proxy(request, upstream, RESPONSES_WIRE, RESPONSES_PATH)
+
+
+@csrf_exempt
+async def proxy_messages(request: HttpRequest, upstream: str) -> HttpResponse:
+    """`POST /proxy/<upstream>/v1/messages` (Anthropic Messages)."""
+    return await _proxy(request, upstream, MESSAGES_WIRE, MESSAGES_PATH)
+
+
+@csrf_exempt
+async def proxy_gemini(
+    request: HttpRequest, upstream: str, version: str, model: str, verb: str
+) -> HttpResponse:
+    """`POST /proxy/<upstream>/<v1beta|v1>/models/<model>:<streamGenerateContent|
+    generateContent>` (Google Gemini): the path goes below the upstream's root."""
+    path, how = gemini_route(version, model, verb)
+    return await _proxy(request, upstream, GEMINI_WIRE, path, **how)
+
+
+def gemini_route(version: str, model: str, verb: str) -> tuple[str, dict[str, Any]]:
+    """The upstream path of a Gemini call, and how to prepare it."""
+    how = {"from_root": True, "model": model, "stream": verb == GEMINI_STREAM_VERB}
+    return f"{version}/models/{model}:{verb}", how
+
+
 async def _passthrough(response: httpx.Response, source_url: str) -> AsyncIterator[bytes]:
     try:
         async for data in response.aiter_bytes():
@@ -582,7 +647,7 @@ async def proxy_other(request: HttpRequest, upstream: str, path: str) -> HttpRes
     forwarded and relayed, not recorded."""
     why = unsafe_path(path)
     if why:
-        return JsonResponse(error_body(why, "invalid_path"), status=400)
+        return CHAT_WIRE.error_response(why, "invalid_path", 400)
     try:
         out = prepare(request, upstream, path)
     except ProxyError as error:
@@ -592,7 +657,7 @@ async def proxy_other(request: HttpRequest, upstream: str, path: str) -> HttpRes
     except httpx.HTTPError as error:
         detail = redact.redact_text(f"{type(error).__name__}: {error}", out.secrets)
         message = f"upstream {upstream!r} unreachable at {out.source_url}: {detail}"
-        return JsonResponse(error_body(message, "upstream_unreachable"), status=502)
+        return CHAT_WIRE.error_response(message, "upstream_unreachable", 502)
     return DirectStreamingResponse(
         _passthrough(response, out.source_url),
         status=response.status_code,

@@ -81,3 +81,18 @@ def upstream_url(name: str, path: str) -> str | None:
     if base is None:
         return None
     return f"{base}/{path.lstrip('/')}"
+
+
+# A base URL's trailing API version, which Gemini's paths carry themselves.
+_VERSION = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
+
+
+def upstream_root_url(name: str, path: str) -> str | None:
+    """The URL for `path` below the upstream's root: its base URL without a
+    trailing version (`https://generativelanguage.googleapis.com/v1beta` and
+    `.../v1` both give `https://generativelanguage.googleapis.com`), for
+    paths that name their version (`v1beta/models/gemini-2.5-flash:...`)."""
+    base = upstreams().get(name)
+    if base is None:
+        return None
+    return f"{_VERSION.sub('', base)}/{path.lstrip('/')}"
