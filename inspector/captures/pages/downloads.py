@@ -11,12 +11,15 @@ from inspector.assembly import POLICIES, STRICT
 
 from ..models import Assembly, Capture
 
+# The raw stream's file name ending, by how it reads.
+RAW_EXTENSIONS = {"sse": "sse", "jsonl": "jsonl", "json-array": "json"}
+
 
 @require_safe
 def download_raw(request: HttpRequest, slug: str) -> HttpResponse:
     """The stream exactly as received (a HAR's stream: its event-stream body)."""
     capture = _download_capture(slug, "raw")
-    extension = "jsonl" if capture.stream_format == "jsonl" else "sse"
+    extension = RAW_EXTENSIONS.get(capture.stream_format, "sse")
     response = HttpResponse(bytes(capture.raw), content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{capture.slug}.{extension}"'
     return response
@@ -37,6 +40,10 @@ def download_result(request: HttpRequest, slug: str) -> HttpResponse:
     name = f"{capture.slug}.{policy}.json"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+# The raw stream's file name ending, by how it reads.
+RAW_EXTENSIONS = {"sse": "sse", "jsonl": "jsonl", "json-array": "json"}
 
 
 def _download_capture(slug: str, *extra: str) -> Capture:
