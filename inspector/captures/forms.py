@@ -112,7 +112,7 @@ class ApiUploadForm(UploadForm):
 class CaptureFilterForm(forms.Form):
     """The capture list's filters, for the page and the API; every field is
     optional.  The refusal code's parameter is `code`; `refusal` (its older
-    name on the page) is read as `code` too."""
+    name on the page) is read as `code` too, and `har_upload` as `group`."""
 
     outcome = forms.ChoiceField(
         required=False, choices=[("", "any outcome"), *Capture.Outcome.choices]
@@ -124,13 +124,12 @@ class CaptureFilterForm(forms.Form):
     )
     model = forms.CharField(required=False, max_length=200)
     q = forms.CharField(required=False, max_length=200, label="Title contains")
+    # A HAR upload's streams (`har_upload` is read as `group` too), a retry chain's attempts.
     group = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+    retry_chain = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     def __init__(self, data: Any = None, **kwargs: Any) -> None:
-        if data is not None and not data.get("code") and data.get("refusal"):
-            data = data.copy()
-            data["code"] = data["refusal"]
-        super().__init__(data, **kwargs)
+        super().__init__(_with_aliases(data), **kwargs)
 
     def filter(self, queryset: QuerySet[Capture]) -> QuerySet[Capture]:
         """The captures that pass the filters; none when a filter is invalid
@@ -148,4 +147,20 @@ class CaptureFilterForm(forms.Form):
             queryset = queryset.filter(title__icontains=data["q"])
         if data["group"]:
             queryset = queryset.filter(group=data["group"])
+        if data["retry_chain"]:
+            queryset = queryset.filter(attempt_group=data["retry_chain"])
         return queryset
+
+
+# Older or plainer names of the list filters, read as the field they name.
+FILTER_ALIASES = {"refusal": "code", "har_upload": "group"}
+
+
+def _with_aliases(data: Any) -> Any:
+    if data is None or not any(data.get(alias) for alias in FILTER_ALIASES):
+        return data
+    data = data.copy()
+    for alias, name in FILTER_ALIASES.items():
+        if not data.get(name) and data.get(alias):
+            data[name] = data[alias]
+    return data

@@ -1,15 +1,27 @@
-"""Retries as attempts: captures of one logical request share a group.
+"""Retries as attempts: the captures of one logical request form a retry chain.
 
-A request names its group with the `X-Inspector-Group` header.  Without
-one, its group is found by fingerprint: the sha256 of the canonical JSON
-of its model, messages and tools.  The newest group holding that
-fingerprint is reused while its last attempt is at most
-`INSPECTOR_ATTEMPT_WINDOW_SECONDS` old (default 600); otherwise a new group
-starts.  The fingerprint's first characters are the start of the group's
-name (`f<24 hex>-<random>`), so no other column is needed to find it.
+A *retry* sends a request again because the last answer failed; a *re-run*
+sends it again after a success, on purpose (a benchmark, a second sample),
+and starts a chain of its own.  So a request joins a chain when
 
-Attempts are numbered 1, 2, 3... in each group.  `GET /api/attempts/<group>`
-lists them.
+* it names the chain with the `X-Inspector-Group` header (guard mode names
+  its own), or
+* it carries the client's own retry count (`x-stainless-retry-count` ≥ 1,
+  sent by the OpenAI and Anthropic SDKs) and a chain with its fingerprint
+  is within the window, or
+* a chain with its fingerprint is within the window and that chain's last
+  attempt failed in a way worth retrying: a retryable refusal (the spec's
+  retryable codes) or an upstream error status (≥ 400).
+
+The fingerprint is the sha256 of the canonical JSON of the request's model,
+messages and tools; the window is `INSPECTOR_ATTEMPT_WINDOW_SECONDS`
+(default 600) since the chain's last attempt.  Anything else starts a new
+chain.  The fingerprint's first characters begin the chain's name
+(`f<24 hex>-<random>`), so no other column is needed to find it.
+
+Attempts are numbered 1, 2, 3... in each chain (the column is still called
+`attempt_group`).  `GET /api/attempts/<chain>` lists them, and
+`GET /api/captures?retry_chain=<chain>` finds them in the list.
 """
 
 from __future__ import annotations
@@ -32,6 +44,8 @@ from inspector.assembly import STRICT
 from inspector.captures import models
 
 GROUP_HEADER = "X-Inspector-Group"
+# The retry count the OpenAI and Anthropic SDKs (Stainless clients) send on each try.
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
 GROUP_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 FINGERPRINT_CHARS = 24
 
@@ -67,20 +81,40 @@ def window() -> timedelta:
     return timedelta(seconds=settings.INSPECTOR_ATTEMPT_WINDOW_SECONDS)
 
 
-def find_group(print_: str, *, now=None) -> str | None:
-    """The newest group with this fingerprint whose last attempt is within
-    the window."""
+def find_chain(print_: str, *, client_retry: bool = False, now=None) -> str | None:
+    """The newest chain with this fingerprint whose last attempt is within the
+    window, when this request is a retry of it: the client says so, or that
+    last attempt failed in a way worth retrying.  None: a new chain."""
     now = now or timezone.now()
     prefix = f"f{print_[:FINGERPRINT_CHARS]}-"
     last = (
         models.Capture.objects.filter(attempt_group__startswith=prefix)
         .order_by("-created", "-id")
-        .values_list("attempt_group", "created")
+        .values("attempt_group", "created", "outcome", "retryable", "http_status")
         .first()
     )
-    if last is None or last[1] < now - window():
+    if last is None or last["created"] < now - window():
         return None
-    return last[0]
+    if client_retry or invites_a_retry(last):
+        return last["attempt_group"]
+    return None
+
+
+def invites_a_retry(attempt: dict[str, Any]) -> bool:
+    """A retryable refusal, an upstream error, or an attempt still being
+    recorded (a client that gave up on it and tried again)."""
+    status = attempt["http_status"]
+    if status is not None and status >= 400:
+        return True
+    if attempt["outcome"] == models.Capture.Outcome.LIVE:
+        return True
+    return attempt["outcome"] == models.Capture.Outcome.REFUSED and bool(attempt["retryable"])
+
+
+def client_retry(headers: Any) -> bool:
+    """Whether the client says this request is a retry (its retry count ≥ 1)."""
+    value = (headers.get(RETRY_COUNT_HEADER) or "").strip()
+    return value.isascii() and value.isdigit() and int(value) >= 1
 
 
 def new_group(print_: str) -> str:
@@ -92,15 +126,15 @@ def next_attempt(group: str) -> int:
     return (latest or 0) + 1
 
 
-def assign(header: str | None, body: Any) -> tuple[str, int]:
-    """(group, attempt number) for a new attempt (sync ORM, reads only; the
-    caller inserts the capture, and the unique (group, attempt) constraint
-    settles a race for one number)."""
-    group = group_from_header(header)
-    if group is None:
+def assign(header: str | None, body: Any, *, retry: bool = False) -> tuple[str, int]:
+    """(chain, attempt number) for a new attempt (sync ORM, reads only; the
+    caller inserts the capture, and the unique (chain, attempt) constraint
+    settles a race for one number).  `retry`: the client says it retries."""
+    chain = group_from_header(header)
+    if chain is None:
         print_ = fingerprint(body)
-        group = find_group(print_) or new_group(print_)
-    return group, next_attempt(group)
+        chain = find_chain(print_, client_retry=retry) or new_group(print_)
+    return chain, next_attempt(chain)
 
 
 # -- the JSON view ----------------------------------------------------------
@@ -159,14 +193,15 @@ def group_attempts(group: str) -> list[dict]:
 
 @require_safe
 def attempts_view(request: HttpRequest, group: str) -> JsonResponse:
-    """`GET /api/attempts/<group>`: the group's attempts, in order."""
+    """`GET /api/attempts/<chain>`: the retry chain's attempts, in order."""
     attempts = group_attempts(group)
     if not attempts:
-        return JsonResponse({"error": f"no attempts in group {group!r}"}, status=404)
+        return JsonResponse({"error": f"no attempts in retry chain {group!r}"}, status=404)
     final = attempts[-1]
     return JsonResponse(
         {
-            "group": group,
+            "retry_chain": group,
+            "group": group,  # the same chain, under its first name
             "count": len(attempts),
             "outcome": final["outcome"],
             "attempts": attempts,

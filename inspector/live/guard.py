@@ -112,10 +112,12 @@ def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResp
     # attempts ride along inside it.
     response = wire.error_response(
         f"guard: no attempt was accepted ({reason}; last refusal {code}); "
-        f"the attempts are {group and f'/api/attempts/{group}' or 'unrecorded'}",
+        f"retry chain {group or 'unrecorded'}",
         "guard_no_accepted_attempt",
         502,
-        group=group,
+        retry_chain=group,
+        group=group,  # the same chain, under its first name
+        attempts_url=f"/api/attempts/{group}" if group else None,
         attempts=[summary(a) for a in attempts],
     )
     response["x-should-retry"] = "false"

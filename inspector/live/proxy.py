@@ -209,6 +209,7 @@ def prepare(
         secrets=secrets,
         source_url=redact.redact_url(url, secrets),
         group_header=request.headers.get(attempts.GROUP_HEADER),
+        client_retry=attempts.client_retry(request.headers),
         not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
         wire=wire,
     )

@@ -99,6 +99,7 @@ class StoredRequest:
     request_json: str = ""
     parsed: Any = None  # the request body with secrets removed, when it is JSON
     group_header: str | None = None
+    client_retry: bool = False  # the client's own retry count says this is a retry
     not_stored: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
 
@@ -359,7 +360,7 @@ class Recording(Recorder):
     def _number_and_open(self) -> models.Capture:
         out = self.out
         if self._given_group is None:
-            group, attempt = attempts.assign(out.group_header, out.parsed)
+            group, attempt = attempts.assign(out.group_header, out.parsed, retry=out.client_retry)
         else:
             group, attempt = self._given_group, attempts.next_attempt(self._given_group)
         self.group, self.attempt = group, attempt

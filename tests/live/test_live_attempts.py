@@ -77,6 +77,63 @@ def test_assign_by_fingerprint_within_the_window(settings):
     assert first.attempt_group == group
 
 
+OK_STREAM = (
+    b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+BAD_ARGUMENTS = (
+    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":'
+    b'"function","function":{"name":"f","arguments":"nope"}}]},"finish_reason":"tool_calls"}]}'
+    b"\n\ndata: [DONE]\n\n"
+)
+
+
+@pytest.mark.django_db
+def test_a_re_run_after_a_success_starts_a_new_chain():
+    chain, _ = attempts.assign(None, body())
+    add(chain, 1, OK_STREAM)
+    rerun, number = attempts.assign(None, body())
+    assert rerun != chain and number == 1
+
+
+@pytest.mark.django_db
+def test_a_non_retryable_refusal_is_not_retried_but_a_client_retry_still_joins():
+    chain, _ = attempts.assign(None, body())
+    add(chain, 1, BAD_ARGUMENTS)  # INVALID_ARGUMENTS: not retryable
+    assert attempts.assign(None, body())[0] != chain
+    # ...unless the client itself says it retries (its SDK's retry count)
+    assert attempts.assign(None, body(), retry=True) == (chain, 2)
+
+
+@pytest.mark.django_db
+def test_an_upstream_error_status_invites_a_retry():
+    chain, _ = attempts.assign(None, body())
+    capture = add(chain, 1, OK_STREAM)
+    models.Capture.objects.filter(pk=capture.pk).update(http_status=429)
+    assert attempts.assign(None, body()) == (chain, 2)
+
+
+def test_the_client_retry_count_header():
+    assert attempts.client_retry({"x-stainless-retry-count": "2"})
+    assert not attempts.client_retry({"x-stainless-retry-count": "0"})
+    assert not attempts.client_retry({"x-stainless-retry-count": "²"})
+    assert not attempts.client_retry({})
+
+
+@pytest.mark.django_db
+def test_the_list_filters_by_retry_chain_and_har_upload():
+    add("chain-a", 1)
+    add("chain-a", 2, OK_STREAM)
+    add("chain-b", 1)
+    listed = Client().get("/api/captures?retry_chain=chain-a").json()
+    assert sorted(c["slug"] for c in listed["results"]) == sorted(
+        models.Capture.objects.filter(attempt_group="chain-a").values_list("slug", flat=True)
+    )
+    har = store_stream(OK_STREAM, stream_format="sse", group="upload-1", har_entry=0)
+    by_alias = Client().get("/api/captures?har_upload=upload-1").json()
+    assert [c["slug"] for c in by_alias["results"]] == [har.slug]
+
+
 @pytest.mark.django_db
 def test_attempts_view():
     ok = (
@@ -88,7 +145,8 @@ def test_attempts_view():
     response = Client().get("/api/attempts/g1")
     assert response.status_code == 200
     data = response.json()
-    assert data["group"] == "g1" and data["count"] == 2 and data["outcome"] == "ok"
+    assert data["retry_chain"] == data["group"] == "g1"
+    assert data["count"] == 2 and data["outcome"] == "ok"
     first, second = data["attempts"]
     assert first["attempt"] == 1 and first["outcome"] == "refused"
     assert first["refusal_code"] == "EMPTY_RESPONSE" and first["retryable"] is True
