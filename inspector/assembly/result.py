@@ -347,16 +347,16 @@ class EventLog(Sequence[Event]):
         return item
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        out = []
+        return list(self.iter_dicts())
+
+    def iter_dicts(self) -> Iterator[dict[str, Any]]:
+        """The events as the result document writes them, one at a time."""
         for item in self.items:
             if type(item) is tuple:
                 frame, position, text = item
-                out.append(
-                    {"type": "toolcall_delta", "frame": frame, "call": position, "delta": text}
-                )
+                yield {"type": "toolcall_delta", "frame": frame, "call": position, "delta": text}
             else:
-                out.append(item.to_dict())
-        return out
+                yield item.to_dict()
 
 
 class Result:
@@ -395,9 +395,10 @@ class Result:
     def choice0(self) -> Choice | None:
         return next((c for c in self.choices if c.index == 0), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, events: bool = True) -> dict[str, Any]:
+        """The result document (`events=False`: without its event list)."""
         first = self.choice0
-        return {
+        document = {
             "policy": self.policy,
             "dialect": self.dialect,
             "outcome": self.outcome,
@@ -411,5 +412,7 @@ class Result:
             "calls": [call.to_dict() for call in self.calls],
             "dropped": list(self.dropped),
             "anomalies": [anomaly.to_dict() for anomaly in self.anomalies],
-            "events": self.events.to_dicts(),
         }
+        if events:
+            document["events"] = self.events.to_dicts()
+        return document

@@ -4,26 +4,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inspector.assembly import AUTO, FORMATS
-
-UNREADABLE = 2  # the exit status of input that can't be read at all
-
-
-def whole_number(minimum: int):
-    """An argparse type: an int no smaller than `minimum`."""
-
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise ValueError(text)
-        return value
-
-    parse.__name__ = f"whole number >= {minimum}"
-    return parse
+from inspector.stream_args import UNREADABLE, Unreadable, add_stream_arguments, read_input
 
 
 class StreamCommand(BaseCommand):
@@ -45,26 +29,10 @@ class StreamCommand(BaseCommand):
         return parser
 
     def add_stream_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="the stream file, or - for standard input")
-        parser.add_argument(
-            "--format",
-            default=AUTO,
-            choices=(AUTO, *FORMATS),
-            help="input format (default: by extension, else by the first bytes)",
-        )
-        parser.add_argument(
-            "--entry",
-            type=whole_number(0),
-            default=0,
-            help="which event stream of a HAR, counted from 0",
-        )
+        add_stream_arguments(parser)
 
     def read_input(self, path: str) -> bytes:
-        if path == "-":
-            return sys.stdin.buffer.read()
         try:
-            return Path(path).read_bytes()
-        except OSError as error:
-            raise CommandError(
-                f"can't read {path}: {error.strerror or error}", returncode=UNREADABLE
-            ) from None
+            return read_input(path)
+        except Unreadable as error:
+            raise CommandError(str(error), returncode=UNREADABLE) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -258,3 +259,53 @@ def test_a_usage_error_in_process_raises_command_error_with_return_code_2():
 
 def manage(*args: str, stdin: bytes = b""):
     return run_manage("assemble", *args, stdin=stdin)
+
+
+# --- the command line runs without Django and streams its output ----------------------
+
+
+def _many_fragments() -> bytes:
+    """One call whose arguments come in 3,000 fragments: thousands of events."""
+    pieces = ['{"items":[', *[f"{n}," for n in range(2999)], "2999]}"]
+    head = calls(tool(0, "call_m", "many", pieces[0]))
+    return sse(
+        head, *[calls(tool(0, args=piece)) for piece in pieces[1:]], finish("tool_calls"), DONE
+    )
+
+
+def test_manage_py_assemble_imports_no_django(tmp_path):
+    path = tmp_path / "s.sse"
+    path.write_bytes(_many_fragments())
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "manage.py", "assemble", str(path)],
+        capture_output=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = [line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()]
+    assert "inspector.assembly" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("django", "daphne", "twisted")]
+
+
+def test_the_streamed_output_is_the_result_document_byte_for_byte(tmp_path):
+    from inspector.assembly import assemble
+    from inspector.assembly.jsontext import dumps
+
+    data = _many_fragments()
+    path = tmp_path / "s.sse"
+    path.write_bytes(data)
+    proc = manage(str(path))
+    result = assemble(data, fmt="sse")
+    assert len(result.events.items) > 3000
+    assert proc.stdout == dumps(result.to_dict()) + b"\n"
+
+
+def test_no_events_leaves_the_event_list_out(tmp_path):
+    data = _many_fragments()
+    path = tmp_path / "s.sse"
+    path.write_bytes(data)
+    full = orjson.loads(manage(str(path)).stdout)
+    short = orjson.loads(manage(str(path), "--no-events").stdout)
+    assert "events" not in short and full.pop("events")
+    assert short == full
