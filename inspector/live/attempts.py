@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.db import connection
 from django.db.models import Max, Prefetch
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
@@ -121,6 +122,17 @@ def new_group(print_: str) -> str:
     return f"f{print_[:FINGERPRINT_CHARS]}-{secrets.token_hex(6)}"
 
 
+def lock_chain(chain: str) -> None:
+    """Number one chain's attempts one transaction at a time: on PostgreSQL an
+    advisory lock held until the transaction ends (six attempts racing for one
+    chain otherwise each lost the unique (chain, attempt) race in turn, and
+    the last could use up its retries); SQLite writes one at a time anyway.
+    Call inside the transaction that inserts the attempt."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [chain])
+
+
 def next_attempt(group: str) -> int:
     latest = models.Capture.objects.filter(attempt_group=group).aggregate(n=Max("attempt"))["n"]
     return (latest or 0) + 1
@@ -134,6 +146,7 @@ def assign(header: str | None, body: Any, *, retry: bool = False) -> tuple[str, 
     if chain is None:
         print_ = fingerprint(body)
         chain = find_chain(print_, client_retry=retry) or new_group(print_)
+    lock_chain(chain)
     return chain, next_attempt(chain)
 
 

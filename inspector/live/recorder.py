@@ -362,6 +362,7 @@ class Recording(Recorder):
         if self._given_group is None:
             group, attempt = attempts.assign(out.group_header, out.parsed, retry=out.client_retry)
         else:
+            attempts.lock_chain(self._given_group)
             group, attempt = self._given_group, attempts.next_attempt(self._given_group)
         self.group, self.attempt = group, attempt
         return open_capture(
