@@ -79,7 +79,11 @@ def detect_format(name: str | None, head: bytes) -> str:
 
     Raises UnreadableInput when neither tells.
     """
-    fmt = by_content(head) or by_extension(name)
+    named = by_extension(name)
+    fmt = by_content(head)
+    if fmt == JSONL and named == HAR:
+        return HAR  # a `{` that is not `{"log":` in a .har file: a broken HAR, not JSON Lines
+    fmt = fmt or named
     if fmt is not None:
         return fmt
     if not head.lstrip(b"\xef\xbb\xbf").strip():

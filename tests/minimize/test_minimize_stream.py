@@ -26,8 +26,12 @@ def strict_code(data: bytes, fmt: str) -> str | None:
     return result.refusal.code if result.refusal else None
 
 
+# The minimizer reads chat streams; these two codes belong to the other dialects.
+DIALECT_ONLY_CODES = {"INCONSISTENT_CALL", "SPLICED_STREAM"}
+
+
 def test_every_refusal_code_has_a_stream():
-    assert {code for code, _, _, _ in CASES} == set(REFUSAL_CODES)
+    assert {code for code, _, _, _ in CASES} == set(REFUSAL_CODES) - DIALECT_ONLY_CODES
 
 
 @pytest.fixture(scope="module")
