@@ -617,6 +617,279 @@ def profile(key: str, top: int) -> None:
 # -- main ----------------------------------------------------------------------
 
 
+# -- other dialects: the same work in each wire format ------------------------------------
+
+
+def _sse_block(event: str | None, payload: dict[str, Any]) -> bytes:
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def _dialect_calls(frames: int, calls: int, seed: int) -> tuple[list[tuple], list[list[str]]]:
+    """`calls` calls whose argument texts, cut in about `frames` pieces in all,
+    are what every dialect's stream carries."""
+    rng = random.Random(seed)
+    counts = [frames // calls + (k < frames % calls) for k in range(calls)]
+    expected, pieces = [], []
+    for k in range(calls):
+        text = _call_arguments(rng, k, min_chars=int(counts[k] * 4.2))
+        expected.append((f"call_{k}", TOOL_NAMES[k % len(TOOL_NAMES)], text))
+        pieces.append(_cut(text, counts[k], rng))
+    return expected, pieces
+
+
+def _interleaved(pieces: list[list[str]], seed: int) -> list[tuple[int, str]]:
+    rng = random.Random(seed)
+    order = [k for k, texts in enumerate(pieces) for _ in texts]
+    rng.shuffle(order)
+    iters = [iter(texts) for texts in pieces]
+    return [(k, next(iters[k])) for k in order]
+
+
+def responses_stream(frames: int, calls: int = 8, seed: int = 3) -> tuple[bytes, list[tuple]]:
+    """An OpenAI Responses stream: 8 function_call items whose argument deltas
+    interleave by output_index, each with its event line and sequence_number."""
+    expected, pieces = _dialect_calls(frames - 3 * calls - 2, calls, seed)
+    out, seq = [], iter(range(10**9))
+    response = {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}
+    out.append(
+        _sse_block(
+            "response.created",
+            {"type": "response.created", "sequence_number": next(seq), "response": response},
+        )
+    )
+    items = [
+        {
+            "id": f"fc_{k}",
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": name,
+        }
+        for k, (call_id, name, _) in enumerate(expected)
+    ]
+    for k, item in enumerate(items):
+        out.append(
+            _sse_block(
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(seq),
+                    "output_index": k,
+                    "item": item,
+                },
+            )
+        )
+    kind = "response.function_call_arguments.delta"
+    for k, text in _interleaved(pieces, seed):
+        out.append(
+            _sse_block(
+                kind,
+                {
+                    "type": kind,
+                    "sequence_number": next(seq),
+                    "item_id": f"fc_{k}",
+                    "output_index": k,
+                    "delta": text,
+                },
+            )
+        )
+    done_items = []
+    for k, (_, _, text) in enumerate(expected):
+        kind = "response.function_call_arguments.done"
+        out.append(
+            _sse_block(
+                kind,
+                {
+                    "type": kind,
+                    "sequence_number": next(seq),
+                    "item_id": f"fc_{k}",
+                    "output_index": k,
+                    "arguments": text,
+                },
+            )
+        )
+        done_items.append({**items[k], "status": "completed", "arguments": text})
+        out.append(
+            _sse_block(
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(seq),
+                    "output_index": k,
+                    "item": done_items[k],
+                },
+            )
+        )
+    usage = {"input_tokens": 100, "output_tokens": frames, "total_tokens": 100 + frames}
+    final = {**response, "status": "completed", "output": done_items, "usage": usage}
+    out.append(
+        _sse_block(
+            "response.completed",
+            {"type": "response.completed", "sequence_number": next(seq), "response": final},
+        )
+    )
+    return b"".join(out), expected
+
+
+def messages_stream(frames: int, calls: int = 8, seed: int = 4) -> tuple[bytes, list[tuple]]:
+    """An Anthropic Messages stream: 8 tool_use blocks whose input_json_delta
+    pieces interleave by block index."""
+    expected, pieces = _dialect_calls(frames - 2 * calls - 3, calls, seed)
+    usage = {"input_tokens": 100, "output_tokens": 1}
+    out = [
+        _sse_block(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": usage,
+                },
+            },
+        )
+    ]
+    for k, (call_id, name, _) in enumerate(expected):
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        out.append(
+            _sse_block(
+                "content_block_start",
+                {"type": "content_block_start", "index": k, "content_block": block},
+            )
+        )
+    for k, text in _interleaved(pieces, seed):
+        delta = {"type": "input_json_delta", "partial_json": text}
+        out.append(
+            _sse_block(
+                "content_block_delta", {"type": "content_block_delta", "index": k, "delta": delta}
+            )
+        )
+    for k in range(calls):
+        out.append(_sse_block("content_block_stop", {"type": "content_block_stop", "index": k}))
+    out.append(
+        _sse_block(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": frames},
+            },
+        )
+    )
+    out.append(_sse_block("message_stop", {"type": "message_stop"}))
+    return b"".join(out), expected
+
+
+def _gemini_frames(frames: int, calls: int, seed: int) -> tuple[list[dict], list[tuple]]:
+    """Vertex streamed arguments: each call opens with willContinue, its one
+    string argument `text` streams as partialArgs pieces, {} closes it; calls
+    follow each other (a candidate streams one call at a time)."""
+    expected, pieces = _dialect_calls(frames - 3 * calls, calls, seed)
+    out: list[dict] = []
+
+    def part(function: dict[str, Any], finish: str | None = None) -> dict:
+        candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": [{"functionCall": function}]}
+        }
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "modelVersion": "gemini-2.5-pro"}
+
+    for k, (_, name, _) in enumerate(expected):
+        out.append(part({"name": name, "willContinue": True}))
+        for text in pieces[k]:
+            piece = {"jsonPath": "$.text", "stringValue": text, "willContinue": True}
+            out.append(part({"partialArgs": [piece], "willContinue": True}))
+        out.append(
+            part({"partialArgs": [{"jsonPath": "$.text", "stringValue": ""}], "willContinue": True})
+        )
+        out.append(part({}, "STOP" if k == calls - 1 else None))
+    out[-1]["usageMetadata"] = {"promptTokenCount": 100, "totalTokenCount": 100 + frames}
+    gemini_expected = [(None, name, compact_text(text)) for _, name, text in expected]
+    return out, gemini_expected
+
+
+def compact_text(text: str) -> str:
+    return orjson.dumps({"text": text}).decode()
+
+
+def gemini_stream(frames: int, calls: int = 8, seed: int = 5) -> tuple[bytes, list[tuple]]:
+    payloads, expected = _gemini_frames(frames, calls, seed)
+    return b"".join(_sse_block(None, p) for p in payloads), expected
+
+
+def gemini_array_stream(frames: int, calls: int = 8, seed: int = 5) -> tuple[bytes, list[tuple]]:
+    payloads, expected = _gemini_frames(frames, calls, seed)
+    return b"[" + b",\r\n".join(orjson.dumps(p) for p in payloads) + b"]", expected
+
+
+DIALECT_STREAMS: dict[str, tuple[str, str, Callable[[int], tuple[bytes, list[tuple]]]]] = {
+    "chat": ("sse", "chat", lambda n: parallel_stream(n)),
+    "responses": ("sse", "responses", responses_stream),
+    "messages": ("sse", "messages", messages_stream),
+    "gemini": ("sse", "gemini", gemini_stream),
+    "gemini-array": ("json-array", "gemini", gemini_array_stream),
+}
+
+
+def check_dialect(result: Any, expected: list[tuple]) -> None:
+    assert result.outcome == "ok", result.refusal and result.refusal.message
+    got = [
+        (c.id if e[0] else None, c.name, c.arguments_text)
+        for c, e in zip(result.calls, expected, strict=True)
+    ]
+    assert got == expected, "the assembler did not rebuild the generated calls"
+
+
+def dialects_round(args: Any) -> None:
+    """Each dialect's 100k- and 400k-frame streams, timed in rotated order:
+    cost per frame over chat's (target <= 1.5x), and 4x scaling (<= 4.4x)."""
+    sizes = {"1x": 100_000, "4x": 400_000}
+    keys = list(DIALECT_STREAMS)
+    best: dict[str, dict[str, float]] = {key: {} for key in keys}
+    frames_of: dict[str, dict[str, int]] = {key: {} for key in keys}
+    for size, count in sizes.items():
+        inputs = {}
+        for key in keys:
+            fmt, dialect, make = DIALECT_STREAMS[key]
+            data, expected = make(count)
+            result = assemble(data, fmt=fmt, dialect=dialect)
+            check_dialect(result, expected)
+            frames_of[key][size] = result.frames
+            inputs[key] = (fmt, dialect, data)
+            print(f"{key} {size}: {result.frames:,} frames, {len(data):,} bytes", file=sys.stderr)
+        for round_ in range(args.reps):
+            shift = round_ % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                fmt, dialect, data = inputs[key]
+                seconds, _, _ = timed(
+                    lambda d, f=fmt, x=dialect: assemble(d, fmt=f, dialect=x), data
+                )
+                best[key][size] = min(best[key].get(size, seconds), seconds)
+        del inputs
+        gc.collect()
+    print(f"\ndialects: best of {args.reps} rounds, rotated order; per-frame cost over chat's")
+    print(
+        f"{'stream':14} {'frames 1x':>10} {'s 1x':>8} {'us/frame':>9} {'vs chat':>8}"
+        f" {'s 4x':>8} {'4x/1x':>7}"
+    )
+    chat_per_frame = best["chat"]["1x"] / frames_of["chat"]["1x"]
+    for key in keys:
+        per_frame = best[key]["1x"] / frames_of[key]["1x"]
+        ratio = per_frame / chat_per_frame
+        scaling = best[key]["4x"] / best[key]["1x"]
+        print(
+            f"{key:14} {frames_of[key]['1x']:>10,} {best[key]['1x']:>8.3f} {per_frame * 1e6:>9.2f}"
+            f" {ratio:>7.2f}x {best[key]['4x']:>8.3f} {scaling:>6.2f}x"
+            f"  ({verdict(ratio, 1.5, True)} <= 1.5x; scaling {verdict(scaling, 4.4, True)})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=5, help="rounds per stream (default 5)")
@@ -633,7 +906,15 @@ def main() -> None:
     parser.add_argument("--profile", choices=sorted(STREAMS), help="cProfile one stream, exit")
     parser.add_argument("--top", type=int, default=25, help="rows of the profile")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
+    parser.add_argument(
+        "--dialects",
+        action="store_true",
+        help="time chat, Responses, Messages, Gemini (SSE and JSON array) 100k/400k-frame streams",
+    )
     args = parser.parse_args()
+    if args.dialects:
+        dialects_round(args)
+        return
     if args.profile:
         profile(args.profile, args.top)
         return

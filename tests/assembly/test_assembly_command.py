@@ -229,6 +229,7 @@ def test_a_stream_written_by_the_helpers_round_trips_through_a_file(tmp_path, ca
         ("capture.jsonl", b"data: x", "sse"),
         ("capture.ndjson", b"", "jsonl"),
         ("capture.har", b"", "har"),
+        ("broken.har", b"{not json", "har"),
         ("capture.json", b"", "json-array"),
         (None, b'[{"candidates": []}]', "json-array"),
         (None, b'{\n  "object": "chat.completion"\n}', "json-array"),
