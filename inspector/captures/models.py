@@ -47,6 +47,11 @@ class Capture(models.Model):
     # sse, jsonl, json-array, har or json (a whole body): what was received
     input_format = models.CharField(max_length=16)
     stream_format = models.CharField(max_length=16)  # sse, jsonl or json-array: how `raw` reads
+    # chat, responses, messages or gemini: the wire format the strict assembly
+    # read (dialects.md); `dialect_basis` says why (`dialects.py`: chosen, url,
+    # frames, assumed; blank for captures stored before dialects were recorded).
+    dialect = models.CharField(max_length=16, default="chat", db_index=True)
+    dialect_basis = models.CharField(max_length=16, blank=True)
     # Captures made from one upload (a HAR with several streams) share a group.
     group = models.CharField(max_length=32, blank=True, db_index=True)
     har_entry = models.IntegerField(null=True, blank=True)
@@ -104,6 +109,7 @@ class Capture(models.Model):
     # What the capture page reads: everything but the raw bytes and the request.
     PAGE_FIELDS = (
         *SUMMARY_FIELDS,
+        "dialect_basis",
         "source_url",
         "attempt_group",
         "attempt",
@@ -126,6 +132,7 @@ class Capture(models.Model):
             source=self.source,
             input_format=self.input_format,
             stream_format=self.stream_format,
+            dialect=self.dialect,
             model=self.model,
             provider=self.provider,
             created=self.created.isoformat(),

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inspector.assembly import (
+    AUTO_DIALECT,
     JSON_ARRAY,
     JSONL,
     LENIENT,
@@ -33,13 +34,16 @@ from inspector.assembly import Frame as StreamFrame
 from inspector.assembly.jsontext import dumps
 
 from . import models
+from .dialects import dialect_basis
 
 BATCH = 2000
 
 
-def assemble_stream(data: bytes, stream_format: str) -> tuple[list[StreamFrame], dict[str, Result]]:
+def assemble_stream(
+    data: bytes, stream_format: str, dialect: str = AUTO_DIALECT, hint: str | None = None
+) -> tuple[list[StreamFrame], dict[str, Result]]:
     """Read the stream once and assemble it under every stored policy."""
-    return read_stream(data, stream_format, POLICIES)
+    return read_stream(data, stream_format, POLICIES, dialect=dialect, hint=hint)
 
 
 def store_stream(
@@ -48,19 +52,24 @@ def store_stream(
     stream_format: str,
     input_format: str | None = None,
     arrived_ms: Sequence[float | None] | None = None,
+    dialect: str = AUTO_DIALECT,
+    hint: str | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Assemble `data` and store it all; returns the saved capture.
 
-    `meta` are further Capture fields (title, source, group, source_url, ...).
+    `dialect` forces one (else `auto`); `hint` is the dialect the input names
+    (a HAR entry's request URL).  `meta` are further Capture fields (title,
+    source, group, source_url, ...).
     """
     # Assembled before the transaction opens: on SQLite (BEGIN IMMEDIATE, see settings)
     # the transaction holds the database's one write lock, for writing only.
-    frames, results = assemble_stream(data, stream_format)
+    frames, results = assemble_stream(data, stream_format, dialect, hint)
     with transaction.atomic():
         capture = models.Capture.objects.create(
             input_format=input_format or stream_format,
             stream_format=stream_format,
+            dialect_basis=dialect_basis(frames, dialect, hint),
             **_summary(data, frames, results),
             **_clean_meta(meta),
         )
@@ -107,7 +116,8 @@ def close_capture(
         row.calls = touched.get(row.number, [])
         row.marks = marks.get(row.number, [])
     models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
-    for field, value in {**_summary(data, frames, results), **_clean_meta(meta)}.items():
+    summary = {**_summary(data, frames, results), "dialect_basis": dialect_basis(frames)}
+    for field, value in {**summary, **_clean_meta(meta)}.items():
         setattr(capture, field, value)
     capture.finished = timezone.now()
     capture.save()
@@ -138,6 +148,7 @@ def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result])
         "refusal_code": strict.refusal.code if strict.refusal else "",
         "retryable": strict.refusal.retryable if strict.refusal else None,
         "lenient_outcome": results[LENIENT].outcome,
+        "dialect": strict.dialect,
         "raw": data,
     }
 
