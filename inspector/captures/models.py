@@ -268,6 +268,13 @@ class Call(models.Model):
     arguments = models.JSONField(null=True, blank=True)
     arguments_text = models.TextField(blank=True)
     fragment_count = models.IntegerField(default=0)
+    # dialects.md section 2: function, custom, builtin or server.
+    kind = models.CharField(max_length=10, default="function")
+    # Responses: the item's id; Anthropic: the content block index (`call_forms.py`).
+    item_id = models.TextField(blank=True)
+    block = models.IntegerField(null=True, blank=True)
+    # What the fragments are: json text, free text, or Gemini path pieces.
+    argument_form = models.CharField(max_length=8, default="json")
     # [{"frame", "event", "field", "value"}]: identity established, ignored,
     # conflicting, index changes, guesses - in the order they happened.
     timeline = models.JSONField(default=list, blank=True)
@@ -295,6 +302,8 @@ class Fragment(models.Model):
     in_string = models.BooleanField()
     complete = models.BooleanField()  # the root object has closed by the end of it
     invalid_from = models.IntegerField(null=True, blank=True)  # offset, once seen
+    # Gemini path pieces: the arguments object after this piece, compact JSON.
+    state = models.TextField(blank=True)
 
     class Meta:
         ordering = ["seq"]

@@ -34,6 +34,7 @@ from inspector.assembly import Frame as StreamFrame
 from inspector.assembly.jsontext import dumps
 
 from . import models
+from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
 
 BATCH = 2000
@@ -294,6 +295,7 @@ def _store_assembly(
                 arguments_text=_text(call.arguments_text),
                 fragment_count=len(call.fragment_frames),
                 timeline=_json(timelines.get(call.position, [])),
+                **call_columns(call, result.dialect),
             )
             for call in result.calls
         ]
@@ -302,7 +304,11 @@ def _store_assembly(
         for row, call in zip(calls, result.calls, strict=True):
             if row.pk is None:  # a database that returns no ids from bulk_create
                 row = models.Call.objects.get(assembly=assembly, position=call.position)
-            models.Fragment.objects.bulk_create(_fragments(row, call), batch_size=BATCH)
+            fragments = _fragments(row, call)
+            if row.argument_form == PATH_PIECES:
+                for fragment, state in zip(fragments, piece_states(call.pieces), strict=True):
+                    fragment.state = state
+            models.Fragment.objects.bulk_create(fragments, batch_size=BATCH)
     return assembly
 
 
@@ -331,6 +337,15 @@ def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
 
 _TIMELINE_EVENTS = {"identity", "identity_ignored", "toolcall_start", "settled", "toolcall_end"}
 _CALL_ANOMALIES = {"index_reused", "index_changed", "guessed_continuation", "arguments_not_string"}
+_CALL_ANOMALIES |= {  # dialects.md section 6: the ones about one call
+    "item_id_changed",
+    "call_id_changed",
+    "item_not_done",
+    "arguments_only_in_done",
+    "block_not_stopped",
+    "arguments_only_in_start",
+    "start_input_discarded",
+}
 
 
 def _timelines(document: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:

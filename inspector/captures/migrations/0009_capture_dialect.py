@@ -1,5 +1,6 @@
-"""A capture records its dialect (dialects.md); every capture stored before
-this was read as chat completions, the only dialect there was."""
+"""A capture records its dialect (dialects.md), its calls their kind and
+dialect identity; every capture stored before this was read as chat
+completions, the only dialect there was, and its calls are functions."""
 
 from django.db import migrations, models
 
@@ -24,6 +25,31 @@ class Migration(migrations.Migration):
             model_name="capture",
             name="dialect_basis",
             field=models.CharField(blank=True, max_length=16),
+        ),
+        migrations.AddField(
+            model_name="call",
+            name="kind",
+            field=models.CharField(default="function", max_length=10),
+        ),
+        migrations.AddField(
+            model_name="call",
+            name="item_id",
+            field=models.TextField(blank=True),
+        ),
+        migrations.AddField(
+            model_name="call",
+            name="block",
+            field=models.IntegerField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="call",
+            name="argument_form",
+            field=models.CharField(default="json", max_length=8),
+        ),
+        migrations.AddField(
+            model_name="fragment",
+            name="state",
+            field=models.TextField(blank=True),
         ),
         migrations.RunPython(existing_are_chat, migrations.RunPython.noop),
     ]
