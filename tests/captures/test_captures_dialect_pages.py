@@ -30,8 +30,8 @@ def test_responses_calls_show_output_index_item_id_and_call_id(client):
     assert '<span class="chip term">call_id call_flight_7Q</span>' in page
     assert ">server tool</span>" in page  # the web search
     # The frames panel: each frame's event name and JSON type.
-    assert "event <code>response.function_call_arguments.delta</code>" in page
-    assert "type <code>response.function_call_arguments.delta</code>" in page
+    same = 'title="the SSE event name and the JSON type of its data (the same)">'
+    assert same + "response.function_call_arguments.delta</code>" in page
 
 
 def test_anthropic_calls_show_block_index_and_tool_use_id(client):
@@ -39,7 +39,11 @@ def test_anthropic_calls_show_block_index_and_tool_use_id(client):
     assert '<span class="chip term">content block 4</span>' in page
     assert '<span class="chip term">tool_use id toolu_01Flight</span>' in page
     assert '<span class="chip term">server_tool_use id srvtoolu_01Web</span>' in page
-    assert "type <code>content_block_delta</code>" in page
+    assert '(the same)">content_block_delta</code>' in page
+    # Where they differ, both are shown (event_type_mismatch).
+    mixed = MESSAGES_OK.replace(b"event: ping\n", b"event: pong\n", 1)
+    page = html(client.get(stored(mixed).get_absolute_url()))
+    assert "event <code>pong</code>" in page and "type <code>ping</code>" in page
 
 
 def test_gemini_path_pieces_show_path_piece_and_the_object_so_far(client):
@@ -52,6 +56,11 @@ def test_gemini_path_pieces_show_path_piece_and_the_object_so_far(client):
     # JSON scanner chips make no sense for pieces: they are not shown there.
     hotel = page[page.index("search_hotels") :]
     assert "path piece: sets a value in the arguments object" in hotel
+    # The state at a frame shows the object so far too, not a JSON scan of the pieces.
+    state = html(client.get(reverse("frame", args=[capture.slug, 4])))
+    panel = state[state.index('id="state-title"') :]
+    assert "invalid from offset" not in panel
+    assert "&quot;filters&quot;:{&quot;breakfast&quot;:true}}" in panel
 
 
 def test_a_stream_of_no_known_dialect_says_chat_was_assumed_and_why(client):
