@@ -35,6 +35,8 @@ def test_a_dialect_demo_its_frame_and_fragment_permalinks(
     expect(page.locator(".dialect-note")).to_contain_text(f"({dialect}), told by its frames")
     expect(page.locator(".call-head").filter(has_text=term)).to_have_count(1)
     page.screenshot(path=f"{output_path}/{dialect}_capture.png", full_page=True)
+    hotel = page.locator("article.call").filter(has_text="search_hotels")
+    hotel.screenshot(path=f"{output_path}/{dialect}_call_card.png")
 
     page.goto(f"{daphne_url}/c/{capture.slug}/frames/{frame}/#f-{frame}")
     row = page.locator(f"#f-{frame}")
