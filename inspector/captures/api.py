@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
-from inspector.assembly import AUTO, POLICIES, STRICT, UnreadableInput
+from inspector.assembly import AUTO, AUTO_DIALECT, POLICIES, STRICT, UnreadableInput
 from inspector.assembly.jsontext import dumps
 from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
 from inspector.lenses.compare import all_divergences
@@ -62,12 +62,12 @@ def _upload_form(request: HttpRequest) -> ApiUploadForm:
 
 
 def _options(request: HttpRequest, fields: Any) -> dict[str, str]:
-    """`format` (lower case, auto when not given) and `title`, the query
-    string first."""
-    value = {
-        key: (request.GET.get(key) or fields.get(key) or "").strip() for key in ("format", "title")
-    }
+    """`format` and `dialect` (lower case, auto when not given) and `title`,
+    the query string first."""
+    keys = ("format", "title", "dialect")
+    value = {key: (request.GET.get(key) or fields.get(key) or "").strip() for key in keys}
     value["format"] = value["format"].lower() or AUTO
+    value["dialect"] = value["dialect"].lower() or AUTO_DIALECT
     return value
 
 
@@ -86,7 +86,11 @@ def _upload(request: HttpRequest) -> HttpResponse:
             raise BadRequest(first_error(form), 413 if form.too_large() else 400)
         data, name = form.payload()
         stored = store_upload(
-            data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
+            data,
+            name=name,
+            fmt=form.cleaned_data["format"],
+            title=form.cleaned_data["title"],
+            dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
         )
     except TooLarge as error:
         raise BadRequest(str(error), 413) from None
@@ -199,7 +203,7 @@ def _page_rows(
 
 def _list(request: HttpRequest) -> HttpResponse:
     """Captures, newest first, paged; filtered as the list page filters
-    (`CaptureFilterForm`: outcome, code, model, group, q)."""
+    (`CaptureFilterForm`: outcome, code, dialect, model, group, q)."""
     filters = CaptureFilterForm(request.GET)
     if not filters.is_valid():
         raise BadRequest(first_error(filters))

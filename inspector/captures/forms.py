@@ -10,8 +10,9 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from inspector.assembly import AUTO, FORMATS, HAR, JSONL, REFUSAL_CODES, SSE
+from inspector.assembly import AUTO, AUTO_DIALECT, FORMATS, HAR, JSONL, REFUSAL_CODES, SSE
 
+from .dialects import DIALECT_CHOICES, DIALECT_LABELS
 from .models import Capture
 from .uploads import TooLarge, check_size
 
@@ -25,6 +26,7 @@ FORMAT_CHOICES = [
     (HAR, "HAR (browser or proxy recording)"),
 ]
 UNKNOWN_FORMAT = f"unknown format %(value)r: use {', '.join((AUTO, *FORMATS))}"
+UNKNOWN_DIALECT = f"unknown dialect %(value)r: use {', '.join(name for name, _ in DIALECT_CHOICES)}"
 
 
 def first_error(form: forms.Form) -> str:
@@ -51,6 +53,13 @@ class UploadForm(forms.Form):
     )
     format = forms.ChoiceField(
         choices=FORMAT_CHOICES, initial=AUTO, error_messages={"invalid_choice": UNKNOWN_FORMAT}
+    )
+    dialect = forms.ChoiceField(
+        required=False,
+        choices=DIALECT_CHOICES,
+        initial=AUTO_DIALECT,
+        help_text="The wire format of the stream; a HAR's request URL decides it when detecting.",
+        error_messages={"invalid_choice": UNKNOWN_DIALECT},
     )
     title = forms.CharField(required=False, max_length=200)
 
@@ -122,6 +131,11 @@ class CaptureFilterForm(forms.Form):
         label="Refusal",
         choices=[("", "any refusal")] + [(code, code) for code in REFUSAL_CODES],
     )
+    dialect = forms.ChoiceField(
+        required=False,
+        choices=[("", "any dialect"), *DIALECT_LABELS.items()],
+        error_messages={"invalid_choice": UNKNOWN_DIALECT},
+    )
     model = forms.CharField(required=False, max_length=200)
     q = forms.CharField(required=False, max_length=200, label="Title contains")
     # A HAR upload's streams (`har_upload` is read as `group` too), a retry chain's attempts.
@@ -141,6 +155,8 @@ class CaptureFilterForm(forms.Form):
             queryset = queryset.filter(outcome=data["outcome"])
         if data["code"]:
             queryset = queryset.filter(refusal_code=data["code"])
+        if data["dialect"]:
+            queryset = queryset.filter(dialect=data["dialect"])
         if data["model"]:
             queryset = queryset.filter(model=data["model"])
         if data["q"]:

@@ -15,7 +15,15 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from inspector.assembly import AUTO, HAR, UnreadableInput, detect_format, read_har
+from inspector.assembly import (
+    AUTO,
+    AUTO_DIALECT,
+    HAR,
+    UnreadableInput,
+    detect_format,
+    dialect_from_url,
+    read_har,
+)
 
 from . import models
 from .store import store_stream
@@ -23,9 +31,17 @@ from .uploads import check_size
 
 
 def store_upload(
-    data: bytes, *, name: str | None = None, fmt: str = AUTO, title: str = ""
+    data: bytes,
+    *,
+    name: str | None = None,
+    fmt: str = AUTO,
+    title: str = "",
+    dialect: str = AUTO_DIALECT,
 ) -> list[models.Capture]:
     """Store an uploaded file as one capture, or a HAR as one per stream.
+
+    `dialect` forces the wire format (else auto; a HAR entry's request URL
+    is the hint that decides auto).
 
     Raises `uploads.TooLarge`, or UnreadableInput with a one-line reason;
     then nothing was stored.
@@ -35,7 +51,9 @@ def store_upload(
         fmt = detect_format(name, data)
     title = title or (name or "")
     if fmt != HAR:
-        return [store_stream(data, stream_format=fmt, input_format=fmt, title=title)]
+        return [
+            store_stream(data, stream_format=fmt, input_format=fmt, title=title, dialect=dialect)
+        ]
     streams = read_har(data)
     group = secrets.token_urlsafe(12) if len(streams) > 1 else ""
     with transaction.atomic():
@@ -51,6 +69,8 @@ def store_upload(
                 provider=_host(stream.url),
                 http_status=stream.status,
                 started_at=_started_at(stream.started),
+                dialect=dialect,
+                hint=dialect_from_url(stream.url),
             )
             for stream in streams
         ]

@@ -19,13 +19,14 @@ import re
 
 from django.conf import settings
 
-from inspector.assembly import STRICT
+from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.lenses.matrix import request_tools
 from inspector.minimize.export import case_files
 from inspector.minimize.lens import LensTarget, lens_target
 from inspector.minimize.progress import ProgressCallback
 from inspector.minimize.stream import Predicate, minimize
 
+from .dialects import CHOSEN, URL
 from .models import Capture
 from .store import store_stream
 
@@ -43,6 +44,9 @@ def minimize_capture(
     the original.  `progress` gets a `Progress` as the search goes (a page's
     bar: `Progress.to_dict()`)."""
     budget = float(settings.INSPECTOR_MINIMIZE_SECONDS if seconds is None else seconds)
+    # A dialect that was chosen or named by a URL is kept: the frames alone
+    # might not tell it (and the minimized stream has no URL).
+    dialect = capture.dialect if capture.dialect_basis in (CHOSEN, URL) else AUTO_DIALECT
     found = minimize(
         bytes(capture.raw),
         capture.stream_format,
@@ -50,6 +54,7 @@ def minimize_capture(
         keeps=keeps,
         deadline_s=budget,
         progress=progress,
+        dialect=dialect,
     )
     # The page shows what a derived capture keeps as a refusal code (presenters):
     # the code here; the full signature is `found.signature`.
@@ -62,6 +67,7 @@ def minimize_capture(
         derivation=f"minimized: keeps {kept}"[:200],
         title=f"{capture.title or 'Untitled capture'} (minimized)",
         source=capture.source,
+        dialect=dialect,
     )
 
 

@@ -47,6 +47,11 @@ class Capture(models.Model):
     # sse, jsonl, json-array, har or json (a whole body): what was received
     input_format = models.CharField(max_length=16)
     stream_format = models.CharField(max_length=16)  # sse, jsonl or json-array: how `raw` reads
+    # chat, responses, messages or gemini: the wire format the strict assembly
+    # read (dialects.md); `dialect_basis` says why (`dialects.py`: chosen, url,
+    # frames, assumed; blank for captures stored before dialects were recorded).
+    dialect = models.CharField(max_length=16, default="chat", db_index=True)
+    dialect_basis = models.CharField(max_length=16, blank=True)
     # Captures made from one upload (a HAR with several streams) share a group.
     group = models.CharField(max_length=32, blank=True, db_index=True)
     har_entry = models.IntegerField(null=True, blank=True)
@@ -104,6 +109,7 @@ class Capture(models.Model):
     # What the capture page reads: everything but the raw bytes and the request.
     PAGE_FIELDS = (
         *SUMMARY_FIELDS,
+        "dialect_basis",
         "source_url",
         "attempt_group",
         "attempt",
@@ -126,6 +132,7 @@ class Capture(models.Model):
             source=self.source,
             input_format=self.input_format,
             stream_format=self.stream_format,
+            dialect=self.dialect,
             model=self.model,
             provider=self.provider,
             created=self.created.isoformat(),
@@ -261,6 +268,13 @@ class Call(models.Model):
     arguments = models.JSONField(null=True, blank=True)
     arguments_text = models.TextField(blank=True)
     fragment_count = models.IntegerField(default=0)
+    # dialects.md section 2: function, custom, builtin or server.
+    kind = models.CharField(max_length=10, default="function")
+    # Responses: the item's id; Anthropic: the content block index (`call_forms.py`).
+    item_id = models.TextField(blank=True)
+    block = models.IntegerField(null=True, blank=True)
+    # What the fragments are: json text, free text, or Gemini path pieces.
+    argument_form = models.CharField(max_length=8, default="json")
     # [{"frame", "event", "field", "value"}]: identity established, ignored,
     # conflicting, index changes, guesses - in the order they happened.
     timeline = models.JSONField(default=list, blank=True)
@@ -288,6 +302,8 @@ class Fragment(models.Model):
     in_string = models.BooleanField()
     complete = models.BooleanField()  # the root object has closed by the end of it
     invalid_from = models.IntegerField(null=True, blank=True)  # offset, once seen
+    # Gemini path pieces: the arguments object after this piece, compact JSON.
+    state = models.TextField(blank=True)
 
     class Meta:
         ordering = ["seq"]

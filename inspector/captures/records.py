@@ -30,6 +30,7 @@ class CaptureSummary(TypedDict):
     source: str
     input_format: str
     stream_format: str
+    dialect: str  # chat, responses, messages or gemini
     model: str
     provider: str
     created: str

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inspector.assembly import (
+    AUTO_DIALECT,
     JSON_ARRAY,
     JSONL,
     LENIENT,
@@ -33,13 +34,17 @@ from inspector.assembly import Frame as StreamFrame
 from inspector.assembly.jsontext import dumps
 
 from . import models
+from .call_forms import PATH_PIECES, call_columns, piece_states
+from .dialects import dialect_basis
 
 BATCH = 2000
 
 
-def assemble_stream(data: bytes, stream_format: str) -> tuple[list[StreamFrame], dict[str, Result]]:
+def assemble_stream(
+    data: bytes, stream_format: str, dialect: str = AUTO_DIALECT, hint: str | None = None
+) -> tuple[list[StreamFrame], dict[str, Result]]:
     """Read the stream once and assemble it under every stored policy."""
-    return read_stream(data, stream_format, POLICIES)
+    return read_stream(data, stream_format, POLICIES, dialect=dialect, hint=hint)
 
 
 def store_stream(
@@ -48,19 +53,24 @@ def store_stream(
     stream_format: str,
     input_format: str | None = None,
     arrived_ms: Sequence[float | None] | None = None,
+    dialect: str = AUTO_DIALECT,
+    hint: str | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Assemble `data` and store it all; returns the saved capture.
 
-    `meta` are further Capture fields (title, source, group, source_url, ...).
+    `dialect` forces one (else `auto`); `hint` is the dialect the input names
+    (a HAR entry's request URL).  `meta` are further Capture fields (title,
+    source, group, source_url, ...).
     """
     # Assembled before the transaction opens: on SQLite (BEGIN IMMEDIATE, see settings)
     # the transaction holds the database's one write lock, for writing only.
-    frames, results = assemble_stream(data, stream_format)
+    frames, results = assemble_stream(data, stream_format, dialect, hint)
     with transaction.atomic():
         capture = models.Capture.objects.create(
             input_format=input_format or stream_format,
             stream_format=stream_format,
+            dialect_basis=dialect_basis(frames, dialect, hint),
             **_summary(data, frames, results),
             **_clean_meta(meta),
         )
@@ -107,7 +117,8 @@ def close_capture(
         row.calls = touched.get(row.number, [])
         row.marks = marks.get(row.number, [])
     models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
-    for field, value in {**_summary(data, frames, results), **_clean_meta(meta)}.items():
+    summary = {**_summary(data, frames, results), "dialect_basis": dialect_basis(frames)}
+    for field, value in {**summary, **_clean_meta(meta)}.items():
         setattr(capture, field, value)
     capture.finished = timezone.now()
     capture.save()
@@ -138,6 +149,7 @@ def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result])
         "refusal_code": strict.refusal.code if strict.refusal else "",
         "retryable": strict.refusal.retryable if strict.refusal else None,
         "lenient_outcome": results[LENIENT].outcome,
+        "dialect": strict.dialect,
         "raw": data,
     }
 
@@ -283,6 +295,7 @@ def _store_assembly(
                 arguments_text=_text(call.arguments_text),
                 fragment_count=len(call.fragment_frames),
                 timeline=_json(timelines.get(call.position, [])),
+                **call_columns(call, result.dialect),
             )
             for call in result.calls
         ]
@@ -291,7 +304,11 @@ def _store_assembly(
         for row, call in zip(calls, result.calls, strict=True):
             if row.pk is None:  # a database that returns no ids from bulk_create
                 row = models.Call.objects.get(assembly=assembly, position=call.position)
-            models.Fragment.objects.bulk_create(_fragments(row, call), batch_size=BATCH)
+            fragments = _fragments(row, call)
+            if row.argument_form == PATH_PIECES:
+                for fragment, state in zip(fragments, piece_states(call.pieces), strict=True):
+                    fragment.state = state
+            models.Fragment.objects.bulk_create(fragments, batch_size=BATCH)
     return assembly
 
 
@@ -320,6 +337,15 @@ def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
 
 _TIMELINE_EVENTS = {"identity", "identity_ignored", "toolcall_start", "settled", "toolcall_end"}
 _CALL_ANOMALIES = {"index_reused", "index_changed", "guessed_continuation", "arguments_not_string"}
+_CALL_ANOMALIES |= {  # dialects.md section 6: the ones about one call
+    "item_id_changed",
+    "call_id_changed",
+    "item_not_done",
+    "arguments_only_in_done",
+    "block_not_stopped",
+    "arguments_only_in_start",
+    "start_input_discarded",
+}
 
 
 def _timelines(document: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:

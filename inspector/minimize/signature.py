@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.assembly import STRICT, Frame, FrameKind, read_stream
+from inspector.assembly import AUTO_DIALECT, STRICT, Frame, FrameKind, read_stream
 
 from .faults import Fault, argument_fault
 
@@ -96,10 +96,12 @@ def _fault_words(fault: Fault) -> str:
     return f"{words} {fault.char!r}" if fault.char else words
 
 
-def failure_signature(data: bytes, fmt: str) -> FailureSignature | None:
-    """The signature of the strict refusal of `data` (sse or jsonl), or None
-    when it is not refused."""
-    frames, results = read_stream(data, fmt)
+def failure_signature(
+    data: bytes, fmt: str, dialect: str = AUTO_DIALECT
+) -> FailureSignature | None:
+    """The signature of the strict refusal of `data` (sse or jsonl) read in
+    `dialect` (default auto), or None when it is not refused."""
+    frames, results = read_stream(data, fmt, dialect=dialect)
     result = results[STRICT]
     refusal = result.refusal
     if refusal is None:

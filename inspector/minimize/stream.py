@@ -66,7 +66,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from inspector.assembly import AUTO, HAR, JSONL, SSE, UnreadableInput, detect_format, stream_bytes
+from inspector.assembly import (
+    AUTO,
+    AUTO_DIALECT,
+    HAR,
+    JSONL,
+    SSE,
+    UnreadableInput,
+    detect_format,
+    stream_bytes,
+)
 
 from .frames import read_frames, serialise
 from .progress import Progress, ProgressCallback
@@ -118,11 +127,12 @@ def refusal_signature(data: bytes, fmt: str) -> Signature | None:
     return None if found is None else (found.code, found.cause)
 
 
-def same_failure(signature: FailureSignature, fmt: str) -> Predicate:
-    """The default target: a candidate is refused with this very signature."""
+def same_failure(signature: FailureSignature, fmt: str, dialect: str = AUTO_DIALECT) -> Predicate:
+    """The default target: a candidate, read in `dialect`, is refused with
+    this very signature."""
 
     def target(data: bytes) -> bool:
-        return failure_signature(data, fmt) == signature
+        return failure_signature(data, fmt, dialect) == signature
 
     return target
 
@@ -159,18 +169,18 @@ def _prepare(data: bytes, fmt: str, entry: int) -> tuple[bytes, str]:
 
 
 def _choose_target(
-    body: bytes, fmt: str, target: Predicate | None, keeps: str | None
+    body: bytes, fmt: str, target: Predicate | None, keeps: str | None, dialect: str
 ) -> tuple[Predicate, str]:
     """(the target, what it keeps in words); NothingToMinimize when it is
     false for the original."""
     if target is None:
-        signature = failure_signature(body, fmt)
+        signature = failure_signature(body, fmt, dialect)
         if signature is None:
             raise NotRefused(
                 "the stream is not refused (outcome ok under the strict policy): "
                 "there is nothing to minimize"
             )
-        return same_failure(signature, fmt), str(signature)
+        return same_failure(signature, fmt, dialect), str(signature)
     if not target(body):
         raise TargetNotMet("the target does not hold for the original stream")
     return target, keeps or getattr(target, "__name__", "") or "the target"
@@ -191,11 +201,13 @@ def _run_rounds(search: Search) -> None:
             break
 
 
-def _result(search: Search, body: bytes, original_frames: int, wanted: str) -> Minimized:
+def _result(
+    search: Search, body: bytes, original_frames: int, wanted: str, dialect: str
+) -> Minimized:
     data = serialise(search.frames, search.fmt)
     if len(data) > len(body):  # nothing came off but a line ending: give the input back
         data = body
-    signature = failure_signature(data, search.fmt)
+    signature = failure_signature(data, search.fmt, dialect)
     return Minimized(
         data=data,
         fmt=search.fmt,
@@ -222,6 +234,7 @@ def minimize(
     keeps: str | None = None,
     entry: int = 0,
     clock: Callable[[], float] = time.monotonic,
+    dialect: str = AUTO_DIALECT,
 ) -> Minimized:
     """The smallest stream found that still meets `target` (by default: the
     same strict failure signature as `data`; see the module docstring),
@@ -229,6 +242,9 @@ def minimize(
 
     `fmt` is sse, jsonl, har (its `entry`-th event stream) or auto.  `keeps`
     names a custom target for people (the default target names itself).
+    `dialect` reads the stream and every candidate in that dialect (default
+    auto: a candidate must still be read in the original's dialect, since the
+    signature names it).
     `progress` is called with a `Progress` as the search goes.  Raises
     `NotRefused` when the default target is asked of a stream that is not
     refused, `TargetNotMet` when a custom target is false for `data`, and
@@ -236,7 +252,7 @@ def minimize(
     """
     budget = Budget(clock(), deadline_s, clock)
     body, fmt = _prepare(data, fmt, entry)
-    target, wanted = _choose_target(body, fmt, target, keeps)
+    target, wanted = _choose_target(body, fmt, target, keeps, dialect)
     frames = read_frames(body, fmt)
     # A JSON Lines input without its last line ending reads back one byte longer.
     limit = max(len(body), len(serialise(frames, fmt)))
@@ -245,13 +261,15 @@ def minimize(
     if not search.fails(search.frames):
         # The frames read back differently for this target (line endings, a BOM,
         # blocks that make no frame): the passes can't keep it; give the input back.
-        return _unchanged(body, fmt, len(frames), search.tests_run, wanted)
+        return _unchanged(body, fmt, len(frames), search.tests_run, wanted, dialect)
     _run_rounds(search)
-    return _result(search, body, len(frames), wanted)
+    return _result(search, body, len(frames), wanted, dialect)
 
 
-def _unchanged(body: bytes, fmt: str, frames: int, tests_run: int, wanted: str) -> Minimized:
-    signature = failure_signature(body, fmt)
+def _unchanged(
+    body: bytes, fmt: str, frames: int, tests_run: int, wanted: str, dialect: str
+) -> Minimized:
+    signature = failure_signature(body, fmt, dialect)
     return Minimized(
         data=body,
         fmt=fmt,

@@ -23,12 +23,15 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from ..call_forms import PATH_PIECES
 from ..models import Assembly, Call, Capture, Fragment
+from .dialect_terms import identity_terms, kind_label
 from .fragment_text import (
     FRAGMENT_SHOWN,
     WINDOW,
     cut_middle,
-    json_state,
+    object_so_far,
+    piece_state,
     text_so_far,
     window_before,
 )
@@ -74,6 +77,8 @@ class CallCard:
     error_context: SafeString | None
     not_checked: str
     is_refusal_call: bool
+    terms: list[tuple[str, Any]] = field(default_factory=list)  # identity in the dialect's words
+    kind: tuple[str, str] | None = None  # (label, meaning) unless a plain function call
     fragments: list[FragmentRow] = field(default_factory=list)
     fragment_pager: Pager | None = None
     fragment_links: dict[str, str] = field(default_factory=dict)
@@ -221,6 +226,8 @@ def call_card(
         error_context=context,
         not_checked=_why_not_checked(call, strict, is_refusal_call),
         is_refusal_call=is_refusal_call,
+        terms=identity_terms(call, capture.dialect),
+        kind=kind_label(call.kind),
     )
 
 
@@ -301,14 +308,19 @@ def fragment_row(
     capture: Capture, card: CallCard, fragment: Fragment, focus: int | None, before: str
 ) -> FragmentRow:
     position = card.call.position
+    form = card.call.argument_form
     return FragmentRow(
         seq=fragment.seq,
         frame=fragment.frame,
         offset=fragment.offset,
         length=len(fragment.text),
         fragment=cut_middle(fragment.text, FRAGMENT_SHOWN),
-        so_far=text_so_far(before, fragment.offset, fragment.text),
-        state=json_state(fragment),
+        so_far=(
+            object_so_far(fragment.state)
+            if form == PATH_PIECES
+            else text_so_far(before, fragment.offset, fragment.text)
+        ),
+        state=piece_state(fragment, form),
         anchor=fragment_anchor(position, fragment.seq),
         permalink=fragment_permalink(capture.slug, position, fragment.seq, fragment.frame),
         focus=fragment.frame == focus,

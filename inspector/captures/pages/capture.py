@@ -34,9 +34,11 @@ from .assemblies import assemblies
 from .attempts import attempts
 from .calls import CALLS_PER_PAGE, call_cards
 from .derivation import compare_links, derivation, derivatives
+from .dialect_terms import dialect_note
 from .disagreement import lenient_calls, policies_disagree
 from .frame_state import state_at
 from .frames import FRAMES_PER_PAGE, frame_permalink, frame_rows, frame_total, load_frames
+from .marks import marks_explained
 from .paging import Pager, page_holding, pager, pager_links, query_int
 from .usage import usage_items
 
@@ -113,6 +115,7 @@ def render_capture(request: HttpRequest, capture: Capture, focus: int | None) ->
         "policies": POLICIES,
         "attempts": attempts(capture),
         "live": live,
+        "dialect_note": dialect_note(capture.dialect, capture.dialect_basis),
         **_verdict_context(capture, strict, links),
         **_frames_context(frames_pager, rows, total, links),
         **_calls_context(request, capture, strict, calls_pager, focus, links),
@@ -204,6 +207,7 @@ def _frames_context(
     return {
         "frame_total": total,
         "frames": rows,
+        "marks_explained": marks_explained(rows),
         "frames_pager": frames_pager,
         "frames_links": pager_links(frames_pager, links.frames_page),
         # The live script asks for the frames after the last one stored now, and adds

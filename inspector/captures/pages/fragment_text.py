@@ -35,6 +35,25 @@ def json_state(fragment: Fragment) -> list[tuple[str, str]]:
     return chips
 
 
+def piece_state(fragment: Fragment, form: str) -> list[tuple[str, str]]:
+    """A fragment's state chips as its call's arguments are made: the JSON
+    scanner's state, or what a free-text piece or a Gemini path piece is."""
+    if form == "path":
+        if fragment.invalid_from is not None and not fragment.state:
+            return [("piece could not be applied", "bad")]
+        return [("path piece: sets a value in the arguments object", "muted")]
+    if form == "text":
+        return [("free text: not checked as JSON", "muted")]
+    return json_state(fragment)
+
+
+def object_so_far(state: str) -> SafeString:
+    """A Gemini call's arguments object after a path piece, escaped and cut."""
+    if not state:
+        return format_html('<span class="muted">{}</span>', "(not shown: too large or not applied)")
+    return format_html("{}", cut_middle(state, FRAGMENT_SHOWN * 4))
+
+
 def cut_middle(text: str, limit: int) -> str:
     """`text`, or when longer than `limit` its two ends around a count of what was cut."""
     if len(text) <= limit:

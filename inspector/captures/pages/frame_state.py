@@ -12,9 +12,10 @@ from django.db.models import Case, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils.safestring import SafeString
 
+from ..call_forms import PATH_PIECES
 from ..models import Assembly, Call, Capture, Fragment
 from .calls import first_fragment_frame
-from .fragment_text import json_state, text_so_far, window_before
+from .fragment_text import object_so_far, piece_state, text_so_far, window_before
 from .timeline import TimelineRow, identity_at, timeline_rows
 
 STATE_CALLS = 20  # calls shown in the "state at frame n" panel
@@ -101,9 +102,18 @@ def _call_state(
         touched_here=call.position in touched,
         fragments_so_far=fragment.seq + 1 if fragment else 0,
         length_so_far=fragment.offset + len(fragment.text) if fragment else 0,
-        so_far=text_so_far(call.before, fragment.offset, fragment.text) if fragment else None,
-        state=json_state(fragment) if fragment else [],
+        so_far=_so_far(call, fragment),
+        state=piece_state(fragment, call.argument_form) if fragment else [],
         last_fragment_frame=fragment.frame if fragment else None,
         last_seq=fragment.seq if fragment else None,
         href=call_link(call.position),
     )
+
+
+def _so_far(call: Call, fragment: Fragment | None) -> SafeString | None:
+    """The text so far, or for Gemini path pieces the arguments object so far."""
+    if fragment is None:
+        return None
+    if call.argument_form == PATH_PIECES:
+        return object_so_far(fragment.state)
+    return text_so_far(call.before, fragment.offset, fragment.text)

@@ -4,6 +4,7 @@ the database, its marks and the calls it touched; and frame permalinks."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,21 @@ class FrameRow:
     classes: str
     focus: bool
     permalink: str
+    event: str = ""  # the SSE block's `event:` name (Responses, Anthropic)
+    json_type: str = ""  # the frame's JSON `type` (Responses, Anthropic)
+
+
+# Read from the shown head of the raw text: an SSE event name, and the first
+# "type" key (the top-level one: both Responses and Anthropic write it first).
+_EVENT_LINE = re.compile(r"^event:[ ]?(.{1,80})$", re.MULTILINE)
+_TYPE_KEY = re.compile(r'"type"\s*:\s*"([^"\\]{1,80})"')
+
+
+def event_and_type(raw: str) -> tuple[str, str]:
+    """A frame's SSE event name and JSON type, "" for what it does not have."""
+    event = _EVENT_LINE.search(raw)
+    kind = _TYPE_KEY.search(raw)
+    return (event.group(1).strip() if event else ""), (kind.group(1) if kind else "")
 
 
 def mark_tone(mark: str) -> str:
@@ -82,7 +98,10 @@ def _frame_row(
     classes = [f"kind-{frame.kind}"] + [f"is-{tone}" for tone in sorted(tones)]
     if frame.number == focus:
         classes.append("is-focus")
+    event, json_type = event_and_type(frame.raw_head)
     return FrameRow(
+        event=event,
+        json_type=json_type,
         number=frame.number,
         kind=frame.kind,
         time="" if frame.arrived_ms is None else f"{frame.arrived_ms:.1f} ms",

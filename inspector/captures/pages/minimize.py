@@ -50,6 +50,8 @@ def _capture_to_minimize(slug: str) -> Capture:
             "source",
             "raw",
             "stream_format",
+            "dialect",
+            "dialect_basis",
             "outcome",
             "refusal_code",
             "request_json",

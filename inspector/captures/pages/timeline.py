@@ -20,6 +20,13 @@ EVENT_LABELS = {
     ),
     "guessed_continuation": ("continuation guessed (lenient)", "warn"),
     "arguments_not_string": ("arguments were not a string (serialised as JSON)", "warn"),
+    "item_id_changed": ("item id changed: a delta named another item (output_index kept)", "warn"),
+    "call_id_changed": ("call_id changed in a later copy (the first one stays)", "warn"),
+    "item_not_done": ("item not done: still open at the terminal event", "warn"),
+    "arguments_only_in_done": ("arguments only in the final copy: no delta came", "warn"),
+    "block_not_stopped": ("block never stopped: no content_block_stop came", "warn"),
+    "arguments_only_in_start": ("input only in content_block_start: no delta came", "warn"),
+    "start_input_discarded": ("deltas replaced the input sent in content_block_start", "warn"),
 }
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from inspector.assembly import UnreadableInput
+from inspector.assembly import AUTO_DIALECT, UnreadableInput
 
 from ..forms import UploadForm
 from ..intake import store_upload
@@ -41,7 +41,11 @@ def upload(request: HttpRequest) -> HttpResponse:
     data, name = form.payload()
     try:
         captures = store_upload(
-            data, name=name, fmt=form.cleaned_data["format"], title=form.cleaned_data["title"]
+            data,
+            name=name,
+            fmt=form.cleaned_data["format"],
+            title=form.cleaned_data["title"],
+            dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
         )
     except TooLarge as error:
         form.add_error(None, f"Can't read this input: {error}")

@@ -24,6 +24,22 @@ DEMOS = [
         "Demo: two calls on one index (strict refuses, lenient guesses)",
     ),
     ("parallel_calls_ok.sse", "Demo: two parallel tool calls (ok)"),
+    # One refused for a quirk of its wire, and one accepted with parallel calls, per dialect.
+    (
+        "gemini_malformed_function_call.sse",
+        "Demo Gemini: the model's own failed call (MALFORMED_FUNCTION_CALL)",
+    ),
+    (
+        "messages_delta_after_block_stop.sse",
+        "Demo Anthropic: a fragment after content_block_stop (INCONSISTENT_CALL)",
+    ),
+    (
+        "responses_final_copy_disagrees.sse",
+        "Demo Responses: deltas and final copy disagree (INCONSISTENT_CALL)",
+    ),
+    ("gemini_parallel_calls_ok.sse", "Demo Gemini: a whole call and a streamed one (ok)"),
+    ("messages_parallel_calls_ok.sse", "Demo Anthropic: web search and two tool_use blocks (ok)"),
+    ("responses_parallel_calls_ok.sse", "Demo Responses: web search and two parallel calls (ok)"),
 ]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
-from inspector.assembly import AUTO, UnreadableInput, detect_format
+from inspector.assembly import AUTO, AUTO_DIALECT, DIALECTS, UnreadableInput, detect_format
 from inspector.management.streamcommand import UNREADABLE, StreamCommand
 from inspector.minimize.export import NAME, case_files
 from inspector.minimize.lens import lens_names, lens_target
@@ -61,6 +61,13 @@ class Command(StreamCommand):
         )
         parser.add_argument("--name", default=None, help="the case name for --export")
         parser.add_argument("--quiet", action="store_true", help="no progress lines")
+        parser.add_argument(
+            "--dialect",
+            default=AUTO_DIALECT,
+            choices=(*DIALECTS, AUTO_DIALECT),
+            help="wire format of the stream (default: auto, from the first frames); "
+            "every candidate is read in it",
+        )
         parser.add_argument(
             "--lens",
             default=None,
@@ -136,7 +143,14 @@ def _minimize(data: bytes, fmt: str, options: dict, seconds: float) -> Minimized
     divergence (UnknownLens, LensUnavailable, LensAgrees: all NothingToMinimize)."""
     progress = None if options["quiet"] else _print_progress
     if options["lens"] is None:
-        return minimize(data, fmt, deadline_s=seconds, entry=options["entry"], progress=progress)
+        return minimize(
+            data,
+            fmt,
+            deadline_s=seconds,
+            entry=options["entry"],
+            progress=progress,
+            dialect=options.get("dialect") or AUTO_DIALECT,
+        )
     target = lens_target(options["lens"], data, fmt, entry=options["entry"])
     return minimize(
         target.data,
