@@ -46,6 +46,9 @@ class LensCall:
     arguments: dict[str, Any] | None = None
     parse_error: str | None = None
     choice: int = 0
+    # "function", or "custom" for a free-text (custom tool) call, whose
+    # `arguments_text` is its input and is never JSON to parse.
+    kind: str = "function"
 
     @property
     def parsed(self) -> bool:
@@ -60,6 +63,7 @@ class LensCall:
             "arguments": self.arguments,
             "parsed": self.parsed,
             "parse_error": self.parse_error,
+            "kind": self.kind,
         }
 
 
