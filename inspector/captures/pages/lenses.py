@@ -297,7 +297,7 @@ def lens_page(request, slug):
     runs = lens_runs(capture)
     if any_pending(runs):
         context["pending"] = progress(runs)
-        return render(request, template, context, status=202 if partial else 200)
+        return render(request, template, context)  # 200: the fragment says it is computing
     context.update(_matrix_context(request, capture, lens_matrix(capture, runs)))
     return render(request, template, context)
 
