@@ -177,6 +177,17 @@ INSPECTOR_RECOVER_LIVE = _env_bool("INSPECTOR_RECOVER_LIVE", True)
 # Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).
 INSPECTOR_MINIMIZE_SECONDS = float(os.environ.get("INSPECTOR_MINIMIZE_SECONDS", 30))
 
+# --- Lens results (inspector/captures/lens_cache.py; README "Settings") -----------------------
+# A capture with more frames than this gets a "too large for this lens" cell, never a run.
+INSPECTOR_LENS_MAX_FRAMES = int(os.environ.get("INSPECTOR_LENS_MAX_FRAMES", 20000))
+# Each lens run: a forked process killed after this many seconds, with this much address space.
+INSPECTOR_LENS_SECONDS = float(os.environ.get("INSPECTOR_LENS_SECONDS", 60))
+INSPECTOR_LENS_MEMORY_MB = int(os.environ.get("INSPECTOR_LENS_MEMORY_MB", 1024))
+# Lens runs at once per server process (a thread pool; 0 runs them in the request).
+INSPECTOR_LENS_WORKERS = int(os.environ.get("INSPECTOR_LENS_WORKERS", 2))
+# How long a page or API request waits for runs it started before answering "computing".
+INSPECTOR_LENS_WAIT_SECONDS = float(os.environ.get("INSPECTOR_LENS_WAIT_SECONDS", 0.8))
+
 # --- Access and sharing (inspector/access.py; README "Access and sharing") -------------------
 # Django auth guards every page, the upload, the API, ingest and the proxy.
 INSPECTOR_REQUIRE_LOGIN = _env_bool("INSPECTOR_REQUIRE_LOGIN", False)

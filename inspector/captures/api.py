@@ -19,14 +19,12 @@ from django.http.multipartparser import MultiPartParserError
 from inspector.assembly import AUTO, AUTO_DIALECT, POLICIES, STRICT, UnreadableInput
 from inspector.assembly.jsontext import dumps
 from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
-from inspector.lenses.compare import all_divergences
-from inspector.lenses.matrix import capture_lenses
 
 from . import models
 from .forms import ApiUploadForm, CaptureFilterForm, first_error
 from .intake import store_upload
 from .models import capture_path
-from .records import RefusalRecord, StoredRecord, refusal_record
+from .records import RefusalRecord, StoredRecord
 from .uploads import TooLarge, check_declared_size, declared_size, read_capped
 
 logger = logging.getLogger(__name__)
@@ -141,35 +139,6 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
     # A capture still being recorded has no assembly yet: null.
     body = head[:-1] + b',"result":' + (result.encode() if result else b"null") + b"}"
     return HttpResponse(body, content_type="application/json")
-
-
-@json_endpoint("GET")
-def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
-    """What each client library would have assembled from the capture's
-    stored stream, and every way each parts from the strict result; computed
-    afresh from `raw` (the lenses are not stored)."""
-    capture = (
-        models.Capture.objects.only("slug", "raw", "stream_format", "request_json")
-        .filter(slug=slug)
-        .first()
-    )
-    if capture is None:
-        return json_error(f"no capture {slug!r}", 404)
-    try:
-        strict, results = capture_lenses(capture)
-    except UnreadableInput as error:
-        raise BadRequest(f"the stored stream can't be read: {error}", 409) from None
-    return json_response(
-        {
-            "slug": capture.slug,
-            "strict": {
-                "outcome": strict.outcome,
-                "refusal": refusal_record(strict.refusal),
-            },
-            "lenses": {name: result.to_dict() for name, result in results.items()},
-            "divergences": all_divergences(results, strict),
-        }
-    )
 
 
 def _positive_int(request: HttpRequest, key: str, default: int) -> int:

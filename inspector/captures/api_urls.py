@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import api
+from . import api, lens_api
 
 urlpatterns = [
     re_path(r"^captures/?$", api.captures, name="api-captures"),
@@ -13,5 +13,5 @@ urlpatterns = [
         {"policy": "lenient"},
         name="api-capture-lenient",
     ),
-    path("captures/<str:slug>/lenses", api.capture_lenses_view, name="api-capture-lenses"),
+    path("captures/<str:slug>/lenses", lens_api.capture_lenses_view, name="api-capture-lenses"),
 ]

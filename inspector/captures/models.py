@@ -312,3 +312,7 @@ class Fragment(models.Model):
 
     def __str__(self) -> str:
         return f"fragment {self.seq} @ frame {self.frame}"
+
+
+# Its own file; imported here so Django finds the model.
+from .lens_runs import LensRun  # noqa: E402, F401

@@ -46,6 +46,9 @@ class LensCall:
     arguments: dict[str, Any] | None = None
     parse_error: str | None = None
     choice: int = 0
+    # "function", or "custom" for a free-text (custom tool) call, whose
+    # `arguments_text` is its input and is never JSON to parse.
+    kind: str = "function"
 
     @property
     def parsed(self) -> bool:
@@ -60,7 +63,12 @@ class LensCall:
             "arguments": self.arguments,
             "parsed": self.parsed,
             "parse_error": self.parse_error,
+            "kind": self.kind,
         }
+
+
+# What `LensCall.to_dict` holds that builds the call again (`parsed` follows).
+CALL_FIELDS = ("id", "name", "arguments_text", "arguments", "parse_error", "choice", "kind")
 
 
 @dataclass
@@ -92,6 +100,25 @@ class LensResult:
     def delivered_calls(self) -> list[LensCall]:
         """The calls the caller would actually get."""
         return self.calls if self.calls_from == DELIVERED else []
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> LensResult:
+        """The result `to_dict` gave (a stored one)."""
+        calls = [
+            LensCall(**{key: call.get(key) for key in CALL_FIELDS if key in call})
+            for call in document.get("calls") or []
+        ]
+        return cls(
+            lens=document["lens"],
+            library=document["library"],
+            version=document["version"],
+            available=document.get("available", True),
+            calls=calls,
+            error=document.get("error"),
+            calls_from=document.get("calls_from") or DELIVERED,
+            gates_on_parse=bool(document.get("gates_on_parse")),
+            notes=list(document.get("notes") or []),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +152,11 @@ class Lens:
     def available(self) -> bool:
         """Whether the library can run here (a re-implementation always can)."""
         return True
+
+    def current_version(self) -> str:
+        """The version a run would report now: a stored result made with
+        another one is stale."""
+        return self.version
 
     def run(
         self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None

@@ -11,7 +11,11 @@ The rules:
 - One map keyed by the tool-call `index` alone, over every choice of every
   chunk.  A missing or non-integer index is 0 (LiteLLM's `Delta` fills in a
   missing index; later variants treat any non-int index as 0).
-- An entry without a `function` object is skipped.
+- An entry without a `function` object is skipped, unless it is a custom
+  (free-text) tool call: `type: "custom"` with a `custom` object, whose
+  `custom.name` and `custom.input` fragments are combined the same way
+  (its test `test_get_combined_tool_content_custom_tool_call`).  The input
+  is handed on as it is: never JSON, never `"{}"`.
 - A truthy `id`, `type` or `function.name` replaces the one held: the last
   wins, so repeats are harmless and an index reused by another call merges
   the two, keeping the last id and name.
@@ -87,20 +91,31 @@ def _combined_tool_content(frames: Iterable[Frame], notes: list[str]) -> dict[in
             held = calls.setdefault(
                 _index(entry), {"id": None, "name": None, "type": None, "arguments": []}
             )
-            function = entry["function"]
+            function = _function_of(entry)
             if entry.get("id"):
                 held["id"] = entry["id"]
             if entry.get("type"):
                 held["type"] = entry["type"]
             if function.get("name"):
                 held["name"] = function["name"]
-            if function.get("arguments"):
-                held["arguments"].append(_fragment(function["arguments"]))
+            fragment = function.get("input" if _is_custom(entry) else "arguments")
+            if fragment:
+                held["arguments"].append(_fragment(fragment))
     return calls
 
 
+def _is_custom(entry: dict[str, Any]) -> bool:
+    return not isinstance(entry.get("function"), dict) and isinstance(entry.get("custom"), dict)
+
+
+def _function_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry's `function`, or a custom call's `custom` (name and input)."""
+    return entry["custom"] if _is_custom(entry) else entry["function"]
+
+
 def _tool_call_entries(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every tool-call entry with a `function` object, over every choice."""
+    """Every tool-call entry with a `function` object (or a custom call's
+    `custom` object), over every choice."""
     choices = payload.get("choices")
     if not isinstance(choices, list):
         return
@@ -112,8 +127,9 @@ def _tool_call_entries(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if not isinstance(tool_calls, list):
             continue
         for entry in tool_calls:
-            if entry and isinstance(entry, dict) and isinstance(entry.get("function"), dict):
-                yield entry
+            if entry and isinstance(entry, dict):
+                if isinstance(entry.get("function"), dict) or _is_custom(entry):
+                    yield entry
 
 
 def _emitted_calls(calls: dict[int, dict[str, Any]], notes: list[str]) -> list[LensCall]:
@@ -126,18 +142,31 @@ def _emitted_calls(calls: dict[int, dict[str, Any]], notes: list[str]) -> list[L
             missing = "id" if not held["id"] else "name"
             notes.append(f"index {index} dropped: it has no {missing} (LiteLLM drops it silently)")
             continue
-        text = "".join(held["arguments"]) or "{}"
-        arguments, parse_error = json_object(text)
-        emitted.append(
-            LensCall(
-                id=text_of(held["id"]),
-                name=text_of(held["name"]),
-                arguments_text=text,
-                arguments=arguments,
-                parse_error=parse_error,
-            )
-        )
+        emitted.append(_lens_call(held))
     return emitted
+
+
+def _lens_call(held: dict[str, Any]) -> LensCall:
+    """One combined call as LiteLLM hands it on: a function call's empty
+    arguments become `"{}"`; a custom call's input is free text, not parsed."""
+    if held["type"] == "custom":
+        text = "".join(held["arguments"])
+        return LensCall(
+            id=text_of(held["id"]),
+            name=text_of(held["name"]),
+            arguments_text=text,
+            parse_error="a custom tool call's input is free text, not JSON arguments",
+            kind="custom",
+        )
+    text = "".join(held["arguments"]) or "{}"
+    arguments, parse_error = json_object(text)
+    return LensCall(
+        id=text_of(held["id"]),
+        name=text_of(held["name"]),
+        arguments_text=text,
+        arguments=arguments,
+        parse_error=parse_error,
+    )
 
 
 class LiteLLMLens(Lens):

@@ -130,11 +130,13 @@ def _row(key: str, label: str, strict_position: int | None, names: list[str]) ->
 
 
 def _extra_row(
-    extra_rows: list[dict[str, Any]], name: str, call: LensCall
+    extra_by_id: dict[str, list[dict[str, Any]]], name: str, call: LensCall
 ) -> dict[str, Any] | None:
-    """A lens-only row this call joins: another lens's extra call with its id."""
-    for row in extra_rows:
-        if call.id and row["label"] == call.id and not row["cells"][name]["present"]:
+    """A lens-only row this call joins: another lens's extra call with its id
+    (the lens-only rows by label, so a stream of 50,000 such calls is not
+    quadratic)."""
+    for row in extra_by_id.get(call.id or "", ()):
+        if call.id and not row["cells"][name]["present"]:
             return row
     return None
 
@@ -146,6 +148,7 @@ def _place_lens_calls(
     rows: list[dict[str, Any]],
     extra_rows: list[dict[str, Any]],
     names: list[str],
+    extra_by_id: dict[str, list[dict[str, Any]]],
 ) -> dict[int, dict[str, Any]]:
     """Put each of a lens's calls in its row (the strict call it pairs with,
     else a lens-only row); lens position -> row."""
@@ -153,11 +156,12 @@ def _place_lens_calls(
     pairs = match_calls(strict_calls, result.calls)
     for lens_pos, call in enumerate(result.calls):
         strict_pos = pairs.get(lens_pos)
-        row = rows[strict_pos] if strict_pos is not None else _extra_row(extra_rows, name, call)
+        row = rows[strict_pos] if strict_pos is not None else _extra_row(extra_by_id, name, call)
         if row is None:
             label = call.id or f"{title(name)} call {lens_pos}"
             row = _row(f"{name}-{lens_pos}", label, None, names)
             extra_rows.append(row)
+            extra_by_id.setdefault(label, []).append(row)
         row["cells"][name] = _lens_cell(call, result)
         placed[lens_pos] = row
     return placed
@@ -227,8 +231,11 @@ def matrix(strict: Any, results: dict[str, LensResult]) -> dict[str, Any]:
         row["cells"]["strict"] = _strict_cell(call)
         rows.append(row)
     extra_rows: list[dict[str, Any]] = []
+    extra_by_id: dict[str, list[dict[str, Any]]] = {}
     placed = {
-        name: _place_lens_calls(name, results[name], strict_calls, rows, extra_rows, names)
+        name: _place_lens_calls(
+            name, results[name], strict_calls, rows, extra_rows, names, extra_by_id
+        )
         for name in names
     }
     rows.extend(extra_rows)

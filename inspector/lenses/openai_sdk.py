@@ -199,6 +199,12 @@ class OpenAISdkLens(Lens):
             return False
         return True
 
+    def current_version(self) -> str:
+        try:
+            return _load()["version"]
+        except ImportError:
+            return "not installed"
+
     def run(
         self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
     ) -> LensResult:

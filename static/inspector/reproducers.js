@@ -34,6 +34,15 @@
           throw new Error("no matrix in the answer");
         }
         body.replaceChildren(document.importNode(matrix, true));
+        if (matrix.hasAttribute("data-lens-pending")) {
+          // Still computing on the server: ask again in a moment.
+          section.dataset.state = "pending";
+          window.setTimeout(function () {
+            delete section.dataset.state;
+            loadLenses(section);
+          }, 1000);
+          return;
+        }
         section.dataset.state = answer.ok ? "loaded" : "failed";
       })
       .catch(function () {

@@ -10,6 +10,7 @@ its own, which sees only committed rows: these tests use `transactional_db`.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from capture_streams import DONE, chunk, sse, tool
@@ -52,7 +53,15 @@ def store(data: bytes, title: str = "lens minimize") -> Capture:
 
 
 def fragment(client: Client, capture: Capture, status: int = 200) -> str:
-    response = client.get(reverse("capture-lenses", args=[capture.slug]) + "?partial=1")
+    url = reverse("capture-lenses", args=[capture.slug]) + "?partial=1"
+    response = client.get(url)
+    # The lenses run in the background at the first visit (202 "computing…"
+    # while they do, lens_cache.py): ask again as reproducers.js does.
+    for _ in range(100):
+        if response.status_code != 202:
+            break
+        time.sleep(0.1)
+        response = client.get(url)
     assert response.status_code == status
     return response.content.decode()
 

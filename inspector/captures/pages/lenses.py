@@ -1,10 +1,13 @@
 """The lens matrix page: what client libraries would have done with a
 capture (`/c/<slug>/lenses/`).
 
-The matrix re-reads `Capture.raw` and runs every lens, so the capture page
-never computes it: it links here (a page of its own, which works without
-JavaScript) and static/inspector/reproducers.js loads this page's
-`?partial=1` fragment into place.
+Each lens's result is computed once and stored (`lens_cache.py`); the first
+visit starts the runs and waits at most INSPECTOR_LENS_WAIT_SECONDS for
+them, then shows "computing…" with a reload link (and, on the page of its
+own, a refresh every few seconds: no JavaScript needed).  The capture page
+never computes it: it links here and static/inspector/reproducers.js loads
+this page's `?partial=1` fragment into place, asking again while it is
+computing.
 
 The matrix also offers, for each lens that parts from strict, a plain form
 posting `lens=NAME` to the minimizer (`pages/minimize.py`): it then keeps that
@@ -25,10 +28,18 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from inspector.assembly import UnreadableInput
+from inspector.lenses import title
 from inspector.lenses.compare import Divergence
-from inspector.lenses.matrix import lens_matrix
 
+from ..lens_cache import (
+    STATUS_TEXT,
+    any_pending,
+    current_runs,
+    lens_runs,
+    stored_matrix,
+    strict_document,
+)
+from ..lens_runs import LensRun
 from ..models import Capture
 from .paging import Pager, page_holding, pager
 
@@ -56,6 +67,7 @@ class LensCell:
     key: str  # the column
     available: bool
     present: bool
+    status_text: str = ""  # "too large for this lens", … when the run has no result
     id: str | None = None
     name: str | None = None
     arguments: str | None = None
@@ -92,6 +104,8 @@ class LensColumn:
     diverges: bool
     refs: list[int] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    status: str = "done"  # its run's status (LensRun.Status)
+    status_text: str = ""  # what a cell says when the run has no result
 
 
 @dataclass
@@ -137,11 +151,18 @@ def _lens_column(column: dict[str, Any], divergences: list[Divergence]) -> LensC
         diverges=column["diverges"],
         refs=_refs(column),
         messages=_messages(column, divergences),
+        status=column.get("status") or "done",
+        status_text=STATUS_TEXT.get(column.get("status") or "done", ""),
     )
 
 
 def _lens_cell(column: LensColumn, cell: dict[str, Any], divergences: list[Divergence]) -> LensCell:
-    shown = LensCell(key=column.key, available=column.available, present=cell["present"])
+    shown = LensCell(
+        key=column.key,
+        available=column.available,
+        present=cell["present"],
+        status_text=column.status_text,
+    )
     if cell["present"]:
         arguments = cell.get("arguments_text")
         shown.id = None if cell.get("id") is None else cut(cell["id"], CELL_TEXT)
@@ -237,35 +258,58 @@ def minimizable(columns: list[LensColumn], divergences: list[Divergence]) -> lis
     ]
 
 
+def lens_matrix(capture: Capture, runs: dict[str, LensRun]) -> dict[str, Any]:
+    """The matrix of the capture's stored lens runs and strict result."""
+    return stored_matrix(strict_document(capture) or {}, runs)
+
+
+def progress(runs: dict[str, LensRun]) -> list[dict[str, str]]:
+    """Each lens and how far its run is, while one is computing."""
+    return [
+        {"title": title(name), "status": run.status, "text": STATUS_TEXT.get(run.status, "done")}
+        for name, run in runs.items()
+    ]
+
+
 @require_safe
 def lens_page(request, slug):
     """Calls by lenses: what the OpenAI SDK, Vercel AI SDK, LiteLLM and
     LangChain would have assembled from this capture's frames.  `?partial=1`
     gives only the matrix, for the capture page to load into place."""
+    partial = request.GET.get("partial") == "1"
+    template = "inspector/_lens_matrix.html" if partial else "inspector/lenses.html"
+    stored = current_runs(slug)  # the usual visit: everything stored, one query
+    if stored is not None:
+        capture, runs, strict = stored
+        context = {"capture": capture, "partial": partial, "error": ""}
+        context.update(_matrix_context(request, capture, stored_matrix(strict or {}, runs)))
+        return render(request, template, context)
     try:
         capture = Capture.objects.only(
-            "id", "slug", "title", "raw", "stream_format", "request_json", "outcome"
+            "id", "slug", "title", "stream_format", "frame_count", "outcome"
         ).get(slug=slug)
     except Capture.DoesNotExist:
         raise Http404("no such capture") from None
-    partial = request.GET.get("partial") == "1"
-    template = "inspector/_lens_matrix.html" if partial else "inspector/lenses.html"
-    context: dict[str, Any] = {"capture": capture, "partial": partial, "error": ""}
+    context = {"capture": capture, "partial": partial, "error": ""}
     if capture.outcome == Capture.Outcome.LIVE:
         context["error"] = "This capture is still being recorded: the lenses read it once it ends."
         return render(request, template, context, status=409)
-    try:
-        matrix = lens_matrix(capture)
-    except UnreadableInput as error:
-        context["error"] = f"The stored stream can't be read: {error}"
-        return render(request, template, context, status=409)
+    runs = lens_runs(capture)
+    if any_pending(runs):
+        context["pending"] = progress(runs)
+        return render(request, template, context)  # 200: the fragment says it is computing
+    context.update(_matrix_context(request, capture, lens_matrix(capture, runs)))
+    return render(request, template, context)
+
+
+def _matrix_context(request, capture: Capture, matrix: dict[str, Any]) -> dict[str, Any]:
     shown = pager(request.GET.get("page"), LENS_ROWS, len(matrix["rows"]))
     base = reverse("capture-lenses", args=[capture.slug])
-    context.update(lens_table(matrix, shown, base))
+    context = lens_table(matrix, shown, base)
     context["pager"] = shown
     context["minimize_seconds"] = f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}"
     context["links"] = {
         "previous": f"{base}?page={shown.previous}#lens-matrix" if shown.has_previous else "",
         "next": f"{base}?page={shown.next}#lens-matrix" if shown.has_next else "",
     }
-    return render(request, template, context)
+    return context

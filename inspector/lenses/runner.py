@@ -1,0 +1,124 @@
+"""One lens run on one stream, bounded in time and memory.
+
+    answer = bounded_run("litellm", body, "sse", seconds=60, memory_mb=1024)
+    answer["status"]   # "done", "timeout" or "failed"
+
+`run_one` reads the stream and runs the lens in this process; `bounded_run`
+runs it in a child process with `resource.setrlimit(RLIMIT_AS)` for memory
+and kills the child past its time: a lens is ported library code (or the
+library itself) run on untrusted bytes, and a 50,000-call stream once kept a
+worker busy for minutes after its client had left.
+
+The child comes from a fork server (`multiprocessing`'s "forkserver"
+context) that imported the lenses and the OpenAI SDK once: a fresh
+`python -c` that imports them takes about 2 s, a fork of the warm server a
+few milliseconds (bench/lens_runner.py measures both).  The server is a
+clean interpreter of its own, so nothing of the caller (threads, database
+connections) is forked.
+
+Pure Python: nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import orjson
+
+from . import read_frames_and_result, run_lens
+from .compare import divergences
+
+DONE, TIMEOUT, FAILED = "done", "timeout", "failed"
+# What the fork server imports once, for every child it forks.
+PRELOAD = ["inspector.lenses.warm"]
+
+_context_lock = threading.Lock()
+_context: Any = None
+
+
+def run_one(name: str, body: bytes, fmt: str, tools: list[dict[str, Any]] | None) -> dict:
+    """The lens's result and its divergences from strict, here and now."""
+    started = time.perf_counter()
+    frames, strict = read_frames_and_result(body, fmt)
+    result = run_lens(name, frames, tools=tools)
+    return {
+        "status": DONE,
+        "result": result.to_dict(),
+        "divergences": divergences(result, strict),
+        "frames": len(frames),
+        "seconds": round(time.perf_counter() - started, 4),
+    }
+
+
+def _fork_context() -> Any:
+    """The fork server's context, started once per process (it starts at the
+    first child)."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            _context = multiprocessing.get_context("forkserver")
+            _context.set_forkserver_preload(PRELOAD)
+        return _context
+
+
+def _child(conn: Connection, job: dict[str, Any], memory_mb: int) -> None:
+    """In the child: cap the address space, run, send the answer as JSON."""
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        answer = run_one(job["lens"], job["body"], job["format"], job["tools"])
+    except MemoryError:
+        answer = {"status": FAILED, "detail": f"over the memory limit of {memory_mb} MB"}
+    except Exception as error:  # the answer is the failure, told to the parent
+        answer = {"status": FAILED, "detail": f"{type(error).__name__}: {error}"}
+    answer["peak_memory_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        conn.send_bytes(orjson.dumps(answer))
+    except MemoryError:
+        conn.send_bytes(b'{"status":"failed","detail":"over the memory limit"}')
+    conn.close()
+
+
+def bounded_run(
+    name: str,
+    body: bytes,
+    fmt: str,
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    seconds: float,
+    memory_mb: int,
+) -> dict[str, Any]:
+    """`run_one` in a child process limited to `memory_mb` of address space
+    and killed after `seconds`: its answer, or `{"status": "timeout"}`, or
+    `{"status": "failed", "detail": why}`."""
+    context = _fork_context()
+    receive, send = context.Pipe(duplex=False)
+    job = {"lens": name, "body": body, "format": fmt, "tools": tools}
+    child = context.Process(target=_child, args=(send, job, memory_mb), daemon=True)
+    started = time.perf_counter()
+    child.start()
+    send.close()
+    try:
+        return _answer(receive, child, seconds, started)
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join(1)
+
+
+def _answer(receive: Connection, child: Any, seconds: float, started: float) -> dict[str, Any]:
+    if not receive.poll(seconds):
+        return {"status": TIMEOUT, "detail": f"stopped after {seconds:g} s"}
+    try:
+        answer = orjson.loads(receive.recv_bytes())
+    except (EOFError, OSError):
+        child.join(1)
+        return {"status": FAILED, "detail": f"the lens process died (exit {child.exitcode})"}
+    answer["wall_seconds"] = round(time.perf_counter() - started, 4)
+    return answer
