@@ -55,10 +55,10 @@ def store(data: bytes, title: str = "lens minimize") -> Capture:
 def fragment(client: Client, capture: Capture, status: int = 200) -> str:
     url = reverse("capture-lenses", args=[capture.slug]) + "?partial=1"
     response = client.get(url)
-    # The lenses run in the background at the first visit (202 "computing…"
-    # while they do, lens_cache.py): ask again as reproducers.js does.
-    for _ in range(100):
-        if response.status_code != 202:
+    # The lenses run in the background at the first visit ("computing…" while
+    # they do, lens_cache.py): ask again as reproducers.js does.
+    for _ in range(300):
+        if response.status_code != 202 and b"lens-pending" not in response.content:
             break
         time.sleep(0.1)
         response = client.get(url)
