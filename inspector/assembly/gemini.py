@@ -64,6 +64,9 @@ class GeminiDialect(Dialect):
         self.open: dict[int, Call] = {}  # candidate -> its streaming call
         self.count: dict[int, int] = {}  # candidate -> calls seen
         self.continuing: dict[Call, dict[str, bool]] = {}
+        # A streamed string's pieces, joined once its path stops continuing:
+        # call -> path -> (steps, pieces).  Joining per piece would be quadratic.
+        self.pending: dict[Call, dict[str, tuple[list[str | int], list[str]]]] = {}
         self.usage_counts = False
 
     def chunk(self, number: int, payload: dict[str, Any], event: str | None) -> None:
@@ -154,9 +157,9 @@ class GeminiDialect(Dialect):
             return
         call.must_close = True
         call.value = {}
-        call.final_text = "{}"
         self.open[choice.index] = call
         self.continuing[call] = {}
+        self.pending[call] = {}
         core.append(number, choice, call, "")
         if "partialArgs" in function:
             self._pieces(number, choice, call, function.get("partialArgs"))
@@ -194,8 +197,22 @@ class GeminiDialect(Dialect):
 
     def _close(self, number: int, choice: Choice, call: Call) -> None:
         self.open.pop(choice.index, None)
-        call.final_text = compact(call.value)
+        self._settle_value(call)
         self.core.close(number, choice, call)
+
+    def _settle_value(self, call: Call) -> None:
+        """Join every pending string, then show the object as compact JSON."""
+        for path in list(self.pending.get(call, ())):
+            self._flush(call, path)
+        call.final_text = compact(call.value)
+
+    def _flush(self, call: Call, path: str) -> None:
+        steps, parts = self.pending[call].pop(path)
+        set_at(call.value, steps, "".join(parts), extend=False)
+
+    def at_end(self, end: int | None) -> None:
+        for call in self.open.values():
+            self._settle_value(call)
 
     def _pieces(self, number: int, choice: Choice, call: Call, pieces: Any) -> None:
         """Apply `partialArgs` entries: each sets (or, continuing its path,
@@ -216,16 +233,26 @@ class GeminiDialect(Dialect):
             elif key == "numberValue" and type(value) is float and value.is_integer():
                 value = int(value)
             extend = type(path) is str and continuing.get(path, False)
+            pending = self.pending[call]
             try:
                 if type(path) is not str:
                     raise PathError("a partialArgs piece without a jsonPath")
-                set_at(call.value, parse_path(path), value, extend=extend)
+                if extend and path in pending and type(value) is str:
+                    pending[path][1].append(value)
+                else:
+                    if path in pending:
+                        self._flush(call, path)
+                    steps = parse_path(path)
+                    set_at(call.value, steps, value, extend=extend)
+                    if type(value) is str and piece.get("willContinue") is True:
+                        pending[path] = (steps, [_value_at(call.value, steps)])
+                if piece.get("willContinue") is not True and path in pending:
+                    self._flush(call, path)
             except PathError as error:
                 self._invalid(number, call, str(error))
                 return
             fragment = f"{path} {'+=' if extend else '='} {compact(value)}"
             core.append(number, choice, call, fragment)
-            call.final_text = compact(call.value)
             continuing[path] = piece.get("willContinue") is True
 
     def _invalid(self, number: int, call: Call, message: str) -> None:
@@ -264,3 +291,9 @@ class GeminiDialect(Dialect):
 
     def malformed_message(self, call: Call, missing: list[str]) -> str:
         return f"{self.describe(call)} has no name"
+
+
+def _value_at(root: Any, steps: list[str | int]) -> Any:
+    for step in steps:
+        root = root[step]
+    return root

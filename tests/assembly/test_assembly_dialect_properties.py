@@ -242,3 +242,19 @@ def test_json_array_streams_never_raise_and_cut_anywhere_the_same(data, size):
 def test_any_bytes_as_a_json_array_never_raise(data, dialect):
     check(assemble(b"[" + data, fmt="json-array", dialect=dialect))
     check(assemble(data, fmt="json-array", dialect=dialect, chunk_bytes=3))
+
+
+tricky_text = st.text(alphabet='{}[],:" \\\r\na', max_size=12)
+
+
+@SETTINGS
+@given(st.lists(tricky_text, max_size=5), st.integers(1, 9), st.booleans())
+def test_json_array_elements_with_brackets_in_strings_read_the_same_cut_anywhere(texts, size, cut):
+    frames = [{"candidates": [{"content": {"parts": [{"text": text}]}}]} for text in texts]
+    data = ("[" + ", ".join(dumps(f) for f in frames) + "]").encode()
+    if cut:
+        data = data[: len(data) // 2]
+    whole = check(assemble(data, fmt="json-array", dialect="gemini"))
+    assert assemble(data, fmt="json-array", dialect="gemini", chunk_bytes=size).to_dict() == whole
+    if not cut:
+        assert whole["text"] == "".join(texts)
