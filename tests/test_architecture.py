@@ -33,11 +33,15 @@ FLOORS = ("assembly", "http_json", "lenses", "minimize", "captures", "live")
 # Import cycles between files still to be undone, each pair once (sorted).
 ALLOWED_CYCLES: set[frozenset[str]] = set()
 
-# What the length and complexity check reads: every module but the two floors
-# left out on purpose, and migrations (generated).
-#   inspector/assembly/: the hot loop is written flat, one function per frame kind,
-#     for speed (bench/README.md); its shape is held by its own tests.
-UNCHECKED_FLOORS = ("assembly",)
+# The length and complexity check reads every module (not migrations: generated).
+# The assembler's hot loop, written flat on purpose: one function per frame or
+# delta, since every call costs on each of a stream's frames (bench/README.md).
+# Each entry says which per-frame step it is; nothing else may go over the limits.
+HOT_LOOP: dict[str, str] = {
+    "inspector.assembly.chat:_tool_delta": "every chat tool-call delta",
+    "inspector.assembly.responses:chunk": "every Responses event's dispatch",
+    "inspector.assembly.gemini:_pieces": "every Gemini partialArgs piece",
+}
 MAX_LINES = 60
 MAX_COMPLEXITY = 20  # radon's grade C ends at 20
 
@@ -161,14 +165,6 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
-def _checked_files() -> dict[str, Path]:
-    return {
-        module: path
-        for module, path in source_files().items()
-        if floor(module) is None or FLOORS[floor(module)] not in UNCHECKED_FLOORS
-    }
-
-
 def _functions(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -178,7 +174,7 @@ def _functions(tree: ast.AST):
 def oversized() -> dict[str, str]:
     """ "module:function" -> why, for every function over the limits."""
     out: dict[str, str] = {}
-    for module, path in _checked_files().items():
+    for module, path in source_files().items():
         text = path.read_text()
         for node in _functions(ast.parse(text)):
             lines = node.end_lineno - node.lineno + 1
@@ -194,5 +190,7 @@ def oversized() -> dict[str, str]:
 
 def test_no_function_over_sixty_lines_or_complexity_c():
     found = oversized()
-    assert {key: why for key, why in found.items() if key not in TO_SPLIT} == {}
+    allowed = TO_SPLIT | set(HOT_LOOP)
+    assert {key: why for key, why in found.items() if key not in allowed} == {}
     assert sorted(TO_SPLIT - set(found)) == [], "split already: drop from TO_SPLIT"
+    assert sorted(set(HOT_LOOP) - set(found)) == [], "within the limits now: drop from HOT_LOOP"

@@ -408,10 +408,7 @@ class ResponsesDialect(Dialect):
     def _check_output(self, number: int, response: dict[str, Any]) -> None:
         """The terminal response's call items must be the calls the stream
         built, by position, with the same names and arguments."""
-        output = response.get("output")
-        if type(output) is not list:
-            return
-        listed = [i for i in output if type(i) is dict and call_kind(i) is not None]
+        listed = _listed_call_items(response)
         if not listed:
             return
         built = sorted(
@@ -420,7 +417,6 @@ class ResponsesDialect(Dialect):
         )
         core = self.core
         for position, item in enumerate(listed):
-            kind = call_kind(item) or "function"
             if position >= len(built):
                 core.refuse(
                     "INCONSISTENT_CALL",
@@ -429,14 +425,9 @@ class ResponsesDialect(Dialect):
                 )
                 return
             call = built[position]
+            kind = call_kind(item) or "function"
             name = item.get("name") or (item.get("type") if kind in ("builtin", "server") else None)
-            if call.value is not None:
-                text, built_text = compact(derived_value(item, kind)), compact(call.value)
-            elif kind in ("function", "custom") or call.scanned or call not in self.streamed:
-                text, built_text = item_text(item, kind), call.arguments_text
-            else:  # streamed pieces of a server item: the item holds another shape
-                text = built_text = None
-            if name != call.name or (text is not None and text != built_text):
+            if name != call.name or not self._same_arguments(item, call, kind):
                 core.refuse(
                     "INCONSISTENT_CALL",
                     f"response.output item {position} ({item.get('type')} {name!r}) does not "
@@ -455,6 +446,15 @@ class ResponsesDialect(Dialect):
                 number,
                 built[len(listed)],
             )
+
+    def _same_arguments(self, item: dict[str, Any], call: Call, kind: str) -> bool:
+        """An output item's arguments against the call the stream built (a
+        server item's streamed pieces hold another shape: not compared)."""
+        if call.value is not None:
+            return compact(derived_value(item, kind)) == compact(call.value)
+        if kind in ("function", "custom") or call.scanned or call not in self.streamed:
+            return item_text(item, kind) == call.arguments_text
+        return True
 
     def _whole(self, number: int, response: dict[str, Any]) -> None:
         """A whole non-streamed `response` body: its output items read as
@@ -503,3 +503,11 @@ class ResponsesDialect(Dialect):
 
 
 _error_message = error_message
+
+
+def _listed_call_items(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The call items a terminal response's `output` lists."""
+    output = response.get("output")
+    if type(output) is not list:
+        return []
+    return [item for item in output if type(item) is dict and call_kind(item) is not None]
