@@ -31,6 +31,7 @@ from inspector.assembly import Frame as StreamFrame
 from inspector.assembly.jsontext import dumps
 
 from . import models
+from .writes import writing
 
 BATCH = 2000
 
@@ -55,11 +56,11 @@ def store_stream(
     # Assembled before the transaction opens: on SQLite (BEGIN IMMEDIATE, see settings)
     # the transaction holds the database's one write lock, for writing only.
     frames, results = assemble_stream(data, stream_format)
-    with transaction.atomic():
+    with writing(), transaction.atomic():
         capture = models.Capture.objects.create(
             input_format=input_format or stream_format,
             stream_format=stream_format,
-            **_summary(data, frames, results),
+            **_summary(data, model_name(frames), results),
             **_clean_meta(meta),
         )
         touched, marks = _frame_marks(results[STRICT])
@@ -89,28 +90,44 @@ def append_frames(
     _store_frames(capture, frames, arrived_ms, {}, {}, offset=frames[0].number if frames else 0)
 
 
-@transaction.atomic
 def close_capture(
     capture: models.Capture,
     data: bytes,
-    frames: list[StreamFrame],
+    model: str,
     results: dict[str, Result],
+    *,
+    finished: bool = True,
     **meta: Any,
 ) -> models.Capture:
-    """Write what the assembly of a finished live capture says."""
-    touched, marks = _frame_marks(results[STRICT])
-    numbers = set(touched) | set(marks)
-    rows = list(capture.frames.filter(number__in=numbers).only("id", "number", "capture_id"))
-    for row in rows:
-        row.calls = touched.get(row.number, [])
-        row.marks = marks.get(row.number, [])
-    models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
-    for field, value in {**_summary(data, frames, results), **_clean_meta(meta)}.items():
-        setattr(capture, field, value)
-    capture.finished = timezone.now()
-    capture.save()
-    _store_results(capture, results)
+    """Write what the assembly of a finished capture says (`model`: its
+    frames' `model_name`).  The frames' calls and marks are written in
+    transactions of BATCH frames each (a capture of a million tool-call frames
+    never holds the write lock for the whole update); the capture's summary
+    and its assemblies in one last transaction.  Each step can be run again,
+    so a capture whose closing failed stays live for `recover_live`.
+    `finished=False` (an upload) leaves `finished` unset."""
+    _update_frame_marks(capture, results[STRICT])
+    with writing(), transaction.atomic():
+        for field, value in {**_summary(data, model, results), **_clean_meta(meta)}.items():
+            setattr(capture, field, value)
+        if finished:
+            capture.finished = timezone.now()
+        capture.save()
+        _store_results(capture, results)
     return capture
+
+
+def _update_frame_marks(capture: models.Capture, result: Result) -> None:
+    touched, marks = _frame_marks(result)
+    numbers = sorted(set(touched) | set(marks))
+    for start in range(0, len(numbers), BATCH):
+        batch = numbers[start : start + BATCH]
+        with writing(), transaction.atomic():
+            rows = list(capture.frames.filter(number__in=batch).only("id", "number", "capture_id"))
+            for row in rows:
+                row.calls = touched.get(row.number, [])
+                row.marks = marks.get(row.number, [])
+            models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
 
 
 def stored_stream(capture: models.Capture) -> bytes:
@@ -122,10 +139,10 @@ def stored_stream(capture: models.Capture) -> bytes:
     return "".join(raw + separator for raw in rows.iterator()).encode("utf-8", "surrogatepass")
 
 
-def _summary(data: bytes, frames: list[StreamFrame], results: dict[str, Result]) -> dict:
+def _summary(data: bytes, model: str, results: dict[str, Result]) -> dict:
     strict = results[STRICT]
     return {
-        "model": _text(_model_name(frames)[:200]),
+        "model": _text(model[:200]),
         "byte_size": len(data),
         "frame_count": strict.frames,
         "outcome": strict.outcome,
@@ -181,7 +198,8 @@ def _store_results(capture: models.Capture, results: dict[str, Result]) -> None:
         _store_assembly(capture, policy, result, with_fragments=policy == STRICT)
 
 
-def _model_name(frames: list[StreamFrame]) -> str:
+def model_name(frames: Sequence[StreamFrame]) -> str:
+    """The first model a chunk names ("" when none does)."""
     for frame in frames:
         if frame.kind is FrameKind.CHUNK:
             model = frame.payload.get("model")

@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from inspector.captures import models
 from inspector.captures.store import open_capture
+from inspector.captures.writes import writing
 
 from . import attempts, broadcast, redact
 from .session import LiveCapture
@@ -55,23 +53,6 @@ MAX_BACKLOG = 2000
 MAX_WAIT_SECONDS = 0.010
 # Attempts of a group that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
-
-
-# SQLite lets one connection write at a time.  Each request has a thread and
-# connection of its own, so in one process the recordings take turns here
-# rather than in SQLite's busy handler (which sleeps and polls; and without
-# BEGIN IMMEDIATE, a transaction that reads before it writes gets "database
-# is locked" at once while another connection writes).
-_sqlite_writes = threading.Lock()
-
-
-@contextmanager
-def writing() -> Iterator[None]:
-    if connection.vendor == "sqlite":
-        with _sqlite_writes:
-            yield
-    else:
-        yield
 
 
 class PinnedClock:

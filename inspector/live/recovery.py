@@ -44,7 +44,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from inspector.captures import models
-from inspector.captures.store import assemble_stream, close_capture, stored_stream
+from inspector.captures.store import assemble_stream, close_capture, model_name, stored_stream
+from inspector.captures.writes import writing
 
 from . import broadcast
 
@@ -82,7 +83,7 @@ def recover_interrupted(
 
 
 def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Capture | None:
-    with transaction.atomic():
+    with writing(), transaction.atomic():
         # Claim it: a capture another process closes meanwhile is skipped.
         capture = (
             models.Capture.objects.select_for_update()
@@ -101,7 +102,7 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             logger.warning(
                 "capture %s: %d stored frames read back as %d", capture.slug, stored, len(frames)
             )
-        close_capture(capture, data, frames, results, interrupted=True)
+        close_capture(capture, data, model_name(frames), results, interrupted=True)
     logger.info(
         "recovered live capture %s: %d frames, %s %s",
         capture.slug,
