@@ -153,7 +153,7 @@ INSPECTOR_MAX_HAR_ENTRIES = int(os.environ.get("INSPECTOR_MAX_HAR_ENTRIES", 20_0
 INSPECTOR_MAX_CAPTURES_PER_UPLOAD = int(os.environ.get("INSPECTOR_MAX_CAPTURES_PER_UPLOAD", 500))
 # Frames written per write transaction when an upload is stored: no upload holds the
 # database's write lock (SQLite has one) for longer than one such batch.
-INSPECTOR_UPLOAD_BATCH_FRAMES = int(os.environ.get("INSPECTOR_UPLOAD_BATCH_FRAMES", 2000))
+INSPECTOR_UPLOAD_BATCH_FRAMES = int(os.environ.get("INSPECTOR_UPLOAD_BATCH_FRAMES", 500))
 # Uploads of at least INSPECTOR_LARGE_UPLOAD_BYTES are stored at most
 # INSPECTOR_MAX_LARGE_UPLOADS at a time per process (memory); one more is answered 503.
 INSPECTOR_LARGE_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_LARGE_UPLOAD_BYTES", 2 * 1024 * 1024))

@@ -3,8 +3,8 @@ ingest) stores and publishes what it receives through this module.
 
 A stream read in a server task (the proxy's relay, the ingest socket) is
 recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
-recorder task feeds the queue to a `LiveCapture` (sync ORM, in
-`sync_to_async`) while the reader is idle, then publishes the batch to the
+recorder task feeds the queue to a `LiveCapture` (sync ORM, in a
+thread of the recording's own) while the reader is idle, then publishes the batch to the
 capture's viewers (`broadcast`).  The capture's `arrived_ms` are the reads'
 arrival times, counted from the moment the request was sent upstream,
 however far the recorder lags behind.  HTTP ingest, one request per append,
@@ -18,14 +18,17 @@ the request that the upstream quotes back is never kept.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
 from inspector.captures import models
@@ -114,12 +117,24 @@ class Recorder:
         self._finishing: asyncio.Task | None = None
         self._draining = False
         self._closed = False
+        # The recording's own thread, and a context of its own for its tasks: Django
+        # keeps connections in context-local storage, and the request's context holds
+        # the request thread's connection, which no other thread may use.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
+        self._context = contextvars.Context()
+
+    def _in_thread(self, function: Callable) -> Callable:
+        """`function` run in the recording's own thread (and database
+        connection).  Not in channels' shared thread: every websocket message
+        is dispatched after a call there, and a socket's messages would wait
+        behind the recorder's writes, and those behind an upload's batch."""
+        return sync_to_async(function, thread_sensitive=False, executor=self._thread)
 
     def start(self) -> None:
         """Start the recorder task.  Nothing here touches the database: the
         task's first job is to create the capture, so the reader never waits
         for another capture's writes."""
-        self._task = keep(asyncio.create_task(self._run()))
+        self._task = keep(asyncio.create_task(self._run(), context=self._context))
 
     def open_capture(self) -> models.Capture:
         """Create the capture row (in the recorder's thread, in a transaction)."""
@@ -146,7 +161,7 @@ class Recorder:
 
     async def _run(self) -> None:
         try:
-            await sync_to_async(self._create)()
+            await self._in_thread(self._create)()
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
@@ -167,7 +182,7 @@ class Recorder:
             reads = [item for item in items if item is not None]
             if (reads or end) and not self._failed:
                 try:
-                    batches = await sync_to_async(self._append)(reads, end)
+                    batches = await self._in_thread(self._append)(reads, end)
                 except Exception:  # noqa: BLE001 - the relay goes on unrecorded
                     logger.exception("capture %s: storing frames failed", self.slug)
                     self._failed = True
@@ -248,12 +263,16 @@ class Recorder:
         returned task for the closing message.  It runs as a task of its own,
         so a second cancellation of the request can't interrupt it."""
         if self._finishing is None:
-            self._finishing = keep(asyncio.ensure_future(self._finish(meta)))
+            self._finishing = keep(asyncio.create_task(self._finish(meta), context=self._context))
         return self._finishing
 
     async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
         await self.drain()
-        message = await sync_to_async(self.close_sync)(meta)
+        try:
+            message = await self._in_thread(self.close_sync)(meta)
+        finally:
+            await self._in_thread(_close_connection)()
+            self._thread.shutdown(wait=False)
         if message is not None:
             await self.announce(message)
         return message
@@ -430,6 +449,11 @@ def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
         else:
             groups.append(([data], arrived, arrived))
     return [(b"".join(chunks), last) for chunks, _, last in groups]
+
+
+def _close_connection() -> None:
+    """Close this thread's database connection (a recording's, at its end)."""
+    connection.close()
 
 
 # Tasks that must outlive the request that started them (asyncio keeps only
