@@ -118,16 +118,28 @@ def close_capture(
 
 
 def _update_frame_marks(capture: models.Capture, result: Result) -> None:
+    """Write each frame's calls and marks: one UPDATE per run of frames that
+    share a value (a call's fragments are mostly one long run), at most
+    BATCH frames per transaction.  (`bulk_update`, a CASE per row, took
+    4x the whole upload's time for 100k tool-call frames.)"""
     touched, marks = _frame_marks(result)
-    numbers = sorted(set(touched) | set(marks))
-    for start in range(0, len(numbers), BATCH):
-        batch = numbers[start : start + BATCH]
-        with writing(), transaction.atomic():
-            rows = list(capture.frames.filter(number__in=batch).only("id", "number", "capture_id"))
-            for row in rows:
-                row.calls = touched.get(row.number, [])
-                row.marks = marks.get(row.number, [])
-            models.Frame.objects.bulk_update(rows, ["calls", "marks"], batch_size=BATCH)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for number in sorted(set(touched) | set(marks)):
+        value = (tuple(touched.get(number, ())), tuple(marks.get(number, ())))
+        groups[value].append(number)
+    for (calls, kinds), numbers in groups.items():
+        for start in range(0, len(numbers), BATCH):
+            batch = numbers[start : start + BATCH]
+            with writing(), transaction.atomic():
+                _frames_numbered(capture, batch).update(calls=list(calls), marks=list(kinds))
+
+
+def _frames_numbered(capture: models.Capture, numbers: list[int]) -> Any:
+    """The capture's frames with these (sorted) numbers: a range when they
+    follow each other."""
+    if numbers[-1] - numbers[0] == len(numbers) - 1:
+        return capture.frames.filter(number__gte=numbers[0], number__lte=numbers[-1])
+    return capture.frames.filter(number__in=numbers)
 
 
 def stored_stream(capture: models.Capture) -> bytes:

@@ -17,6 +17,7 @@ from django.test import Client
 
 from inspector.captures import intake, models
 from inspector.captures.intake import plan_upload, store_upload, upload_steps
+from inspector.captures.uploads import large_upload_slot
 
 URL = "/api/captures"
 
@@ -163,3 +164,22 @@ async def test_an_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypa
     assert 3 <= len(steps_run) < 20  # stopped soon after the client left
     assert await sync_to_async(models.Capture.objects.count)() == 0
     assert await sync_to_async(models.Frame.objects.count)() == 0
+
+
+@pytest.mark.django_db
+def test_one_large_upload_too_many_is_503_with_retry_after(client, settings):
+    """Issue 12 item 6: large uploads are stored at most INSPECTOR_MAX_LARGE_UPLOADS at a
+    time per process; one more is refused at once (it would hold its body in memory
+    while it waits), smaller ones go on."""
+    settings.INSPECTOR_LARGE_UPLOAD_BYTES = 1000
+    settings.INSPECTOR_MAX_LARGE_UPLOADS = 1
+    large, small = text_stream(40), text_stream(2)
+    assert len(large) >= 1000 > len(small)
+    with large_upload_slot(len(large)):  # another large upload is being stored
+        busy = client.post(URL, large, content_type="text/event-stream")
+        assert busy.status_code == 503 and busy["Retry-After"] == "5"
+        assert "INSPECTOR_MAX_LARGE_UPLOADS" in busy.json()["error"]
+        assert models.Capture.objects.count() == 0
+        assert client.post(URL, small, content_type="text/event-stream").status_code == 201
+    assert client.post(URL, large, content_type="text/event-stream").status_code == 201
+    assert models.Capture.objects.count() == 2
