@@ -70,6 +70,11 @@ def recover_interrupted(
     stale = stale_seconds() if stale is None else stale
     now = now or timezone.now()
     live = models.Capture.objects.filter(outcome=models.Capture.Outcome.LIVE)
+    if not force:
+        # An upload being stored is live too, but its frames carry no arrival time: it
+        # would look idle since its creation.  Only `--force` (one process, at start)
+        # closes an upload a dead process left half-stored.
+        live = live.exclude(source=models.Capture.Source.UPLOAD)
     recovered = []
     for pk in live.order_by("created", "id").values_list("pk", flat=True):
         try:

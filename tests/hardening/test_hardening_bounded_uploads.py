@@ -183,3 +183,26 @@ def test_one_large_upload_too_many_is_503_with_retry_after(client, settings):
         assert client.post(URL, small, content_type="text/event-stream").status_code == 201
     assert client.post(URL, large, content_type="text/event-stream").status_code == 201
     assert models.Capture.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_an_upload_being_stored_is_never_taken_for_a_stale_live_capture(settings):
+    """An upload is live while it is stored, in steps, for as long as it takes; its
+    frames have no arrival time, so the stale-capture rule would close it mid-way."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from inspector.live.recovery import recover_interrupted
+
+    stored: list[models.Capture] = []
+    steps = upload_steps(plan_upload(text_stream(10), name="x.sse"), stored)
+    next(steps)
+    next(steps)
+    later = timezone.now() + timedelta(seconds=settings.INSPECTOR_LIVE_STALE_SECONDS + 60)
+    assert recover_interrupted(now=later) == []
+    for _ in steps:
+        pass
+    (capture,) = stored
+    capture.refresh_from_db()
+    assert capture.outcome == "ok" and not capture.interrupted
