@@ -40,7 +40,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from inspector.captures import models
@@ -74,7 +74,8 @@ def recover_interrupted(
         # An upload being stored is live too, but its frames carry no arrival time: it
         # would look idle since its creation.  Only `--force` (one process, at start)
         # closes an upload a dead process left half-stored.
-        live = live.exclude(source=models.Capture.Source.UPLOAD)
+        timed = models.Frame.objects.filter(capture=OuterRef("pk"), arrived_ms__isnull=False)
+        live = live.exclude(Q(source=models.Capture.Source.UPLOAD) & ~Exists(timed))
     recovered = []
     for pk in live.order_by("created", "id").values_list("pk", flat=True):
         try:
