@@ -99,6 +99,8 @@ class Recorder:
     """
 
     source = models.Capture.Source.INGEST
+    # Whether the recording writes in a thread of its own (`_in_thread`).
+    own_thread = False
 
     def __init__(self, clock: PinnedClock, *, secrets: list[str] = ()) -> None:
         self.clock = clock
@@ -117,24 +119,35 @@ class Recorder:
         self._finishing: asyncio.Task | None = None
         self._draining = False
         self._closed = False
-        # The recording's own thread, and a context of its own for its tasks: Django
-        # keeps connections in context-local storage, and the request's context holds
-        # the request thread's connection, which no other thread may use.
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
-        self._context = contextvars.Context()
+        # A websocket recording writes in a thread and context of its own (see
+        # `_in_thread`); a proxied one in its request's thread, as Django gives it.
+        # Django keeps connections in context-local storage, and a caller's context
+        # holds its own thread's connection, which no other thread may use.
+        self._thread: ThreadPoolExecutor | None = None
+        self._context: contextvars.Context | None = None
+        if self.own_thread:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
+            self._context = contextvars.Context()
 
     def _in_thread(self, function: Callable) -> Callable:
-        """`function` run in the recording's own thread (and database
-        connection).  Not in channels' shared thread: every websocket message
-        is dispatched after a call there, and a socket's messages would wait
-        behind the recorder's writes, and those behind an upload's batch."""
+        """`function` run in the recording's writing thread: the request's
+        (thread-sensitive), or with `own_thread` the recording's own (and its
+        database connection).  A websocket consumer's calls all go to channels'
+        one shared thread, and every websocket message is dispatched after a
+        call there: an ingest socket's messages would wait behind the
+        recorder's writes, and those behind an upload's batch."""
+        if self._thread is None:
+            return sync_to_async(function)
         return sync_to_async(function, thread_sensitive=False, executor=self._thread)
+
+    def _task_of(self, coroutine: Any) -> asyncio.Task:
+        return keep(asyncio.get_running_loop().create_task(coroutine, context=self._context))
 
     def start(self) -> None:
         """Start the recorder task.  Nothing here touches the database: the
         task's first job is to create the capture, so the reader never waits
         for another capture's writes."""
-        self._task = keep(asyncio.create_task(self._run(), context=self._context))
+        self._task = self._task_of(self._run())
 
     def open_capture(self) -> models.Capture:
         """Create the capture row (in the recorder's thread, in a transaction)."""
@@ -263,7 +276,7 @@ class Recorder:
         returned task for the closing message.  It runs as a task of its own,
         so a second cancellation of the request can't interrupt it."""
         if self._finishing is None:
-            self._finishing = keep(asyncio.create_task(self._finish(meta), context=self._context))
+            self._finishing = self._task_of(self._finish(meta))
         return self._finishing
 
     async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
@@ -271,8 +284,9 @@ class Recorder:
         try:
             message = await self._in_thread(self.close_sync)(meta)
         finally:
-            await self._in_thread(_close_connection)()
-            self._thread.shutdown(wait=False)
+            if self._thread is not None:
+                await self._in_thread(_close_connection)()
+                self._thread.shutdown(wait=False)
         if message is not None:
             await self.announce(message)
         return message
@@ -389,6 +403,8 @@ class Recording(Recorder):
 
 class SocketRecording(Recorder):
     """A stream a client pushes over the ingest websocket."""
+
+    own_thread = True
 
     def __init__(self, *, stream_format: str, title: str) -> None:
         super().__init__(PinnedClock())
