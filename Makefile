@@ -44,7 +44,7 @@ test: $(STAMP)
 	exit $$status
 
 clean:
-	rm -rf test-results .pytest_cache .ruff_cache test_db.sqlite3
+	rm -rf test-results .pytest_cache .ruff_cache test_db.sqlite3 test_db.sqlite3-wal test_db.sqlite3-shm
 
 # Speed benchmark of the tool-call assembler (bench/README.md); figures also go to bench-results/.
 .PHONY: bench

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from inspect import iscoroutinefunction
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -42,12 +43,13 @@ def json_endpoint(*allowed: str) -> Callable[[Callable], Callable]:
     `Allow`), whose `BadRequest` becomes a JSON error answer."""
 
     def decorate(view: Callable) -> Callable:
+        if iscoroutinefunction(view):
+            return csrf_exempt(_async_endpoint(view, allowed))
+
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in allowed:
-                response = json_error(f"method {request.method} not allowed", 405)
-                response["Allow"] = ", ".join(allowed)
-                return response
+                return _not_allowed(request, allowed)
             try:
                 return view(request, *args, **kwargs)
             except BadRequest as error:
@@ -56,3 +58,25 @@ def json_endpoint(*allowed: str) -> Callable[[Callable], Callable]:
         return csrf_exempt(wrapped)
 
     return decorate
+
+
+def _async_endpoint(view: Callable, allowed: tuple[str, ...]) -> Callable:
+    """`json_endpoint` of an async view (one Django can cancel when its
+    client goes away)."""
+
+    @wraps(view)
+    async def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in allowed:
+            return _not_allowed(request, allowed)
+        try:
+            return await view(request, *args, **kwargs)
+        except BadRequest as error:
+            return json_error(str(error), error.status)
+
+    return wrapped
+
+
+def _not_allowed(request: HttpRequest, allowed: tuple[str, ...]) -> HttpResponse:
+    response = json_error(f"method {request.method} not allowed", 405)
+    response["Allow"] = ", ".join(allowed)
+    return response

@@ -97,8 +97,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # committing (SQLite's deadlock rule for deferred transactions), and the capture stayed
     # live.  BEGIN IMMEDIATE takes the write lock first, so every writer waits its turn, up
     # to `timeout` seconds.
+    # WAL: readers never wait for the writer nor it for them, and a commit appends to the
+    # log instead of rewriting pages, so live frames are committed (and survive a kill -9)
+    # while an upload writes; synchronous=NORMAL is still durable across a process crash
+    # (only an OS crash or power cut can lose the last commits).  Writers in one process
+    # take turns in captures/writes.py.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 
 # Channel layer: Redis for cross-process pushes (commands, workers), else in-process memory.
@@ -138,6 +147,21 @@ INSPECTOR_MAX_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_MAX_UPLOAD_BYTES", 20
 # Keep Django's request-body limit in line with it (small headroom for multipart/form fields).
 DATA_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES
+# Bounded work per upload (inspector/captures/uploads.py): entries a HAR may hold (all
+# entries, event streams or not) and captures one upload may make; over either -> 413.
+INSPECTOR_MAX_HAR_ENTRIES = int(os.environ.get("INSPECTOR_MAX_HAR_ENTRIES", 20_000))
+INSPECTOR_MAX_CAPTURES_PER_UPLOAD = int(os.environ.get("INSPECTOR_MAX_CAPTURES_PER_UPLOAD", 500))
+# Frames written per write transaction when an upload is stored: no upload holds the
+# database's write lock (SQLite has one) for longer than one such batch.
+INSPECTOR_UPLOAD_BATCH_FRAMES = int(os.environ.get("INSPECTOR_UPLOAD_BATCH_FRAMES", 500))
+# Uploads of at least INSPECTOR_LARGE_UPLOAD_BYTES are stored at most
+# INSPECTOR_MAX_LARGE_UPLOADS at a time per process (memory); one more is answered 503.
+INSPECTOR_LARGE_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_LARGE_UPLOAD_BYTES", 2 * 1024 * 1024))
+INSPECTOR_MAX_LARGE_UPLOADS = int(os.environ.get("INSPECTOR_MAX_LARGE_UPLOADS", 2))
+# Frames per message of a live view's snapshot (`/ws/captures/<slug>/`): a late joiner of a
+# big capture gets its frames in pages, each a bounded query, and the paging stops when the
+# socket closes.
+INSPECTOR_SNAPSHOT_FRAMES = int(os.environ.get("INSPECTOR_SNAPSHOT_FRAMES", 1000))
 
 # --- Live capture: the recording proxy, guard mode, attempt groups ---------------------------
 # Named upstreams the proxy forwards to: "name=base_url,name=base_url" (base URLs end in /v1).

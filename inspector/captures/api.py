@@ -11,6 +11,7 @@ import logging
 import math
 from typing import Any
 
+from asgiref.sync import async_to_sync, sync_to_async
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -22,10 +23,17 @@ from inspector.http_json import BadRequest, json_endpoint, json_error, json_resp
 
 from . import models
 from .forms import ApiUploadForm, CaptureFilterForm, first_error
-from .intake import store_upload
+from .intake import PlannedStream, plan_upload, store_planned_async
 from .models import capture_path
 from .records import RefusalRecord, StoredRecord
-from .uploads import TooLarge, check_declared_size, declared_size, read_capped
+from .uploads import (
+    Busy,
+    TooLarge,
+    check_declared_size,
+    declared_size,
+    large_upload_slot,
+    read_capped,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +44,19 @@ MAX_PER_PAGE = 200
 
 
 @json_endpoint("GET", "POST")
-def captures(request: HttpRequest) -> HttpResponse:
-    """GET: the list; POST: an upload."""
+async def captures_async(request: HttpRequest) -> HttpResponse:
+    """GET: the list; POST: an upload (the route `/api/captures`).  Async, so
+    that Django's ASGI handler can cancel an upload whose client went away
+    (`intake.store_planned_async` then stops after the step in hand and
+    deletes what it stored)."""
     if request.method == "POST":
-        return _upload(request)
-    return _list(request)
+        return await _upload(request)
+    return await sync_to_async(_list)(request)
+
+
+def captures(request: HttpRequest) -> HttpResponse:
+    """`captures_async` for a sync caller (a test, a WSGI server)."""
+    return async_to_sync(captures_async)(request)
 
 
 def _upload_form(request: HttpRequest) -> ApiUploadForm:
@@ -77,29 +93,47 @@ def _refusals(captures: list[models.Capture]) -> dict[int, RefusalRecord | None]
     return {row.capture_id: row.refusal_record() for row in rows}
 
 
-def _upload(request: HttpRequest) -> HttpResponse:
+async def _upload(request: HttpRequest) -> HttpResponse:
     try:
-        form = _upload_form(request)
-        if not form.is_valid():
-            raise BadRequest(first_error(form), 413 if form.too_large() else 400)
-        data, name = form.payload()
-        stored = store_upload(
-            data,
-            name=name,
-            fmt=form.cleaned_data["format"],
-            title=form.cleaned_data["title"],
-            dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
-        )
+        plan, size = await sync_to_async(_planned_upload, thread_sensitive=False)(request)
+        with large_upload_slot(size):
+            stored = await store_planned_async(plan)
     except TooLarge as error:
         raise BadRequest(str(error), 413) from None
     except UnreadableInput as error:
         raise BadRequest(str(error)) from None
+    except Busy as error:
+        response = json_error(str(error), 503)
+        response["Retry-After"] = str(error.retry_after)
+        return response
     except BadRequest:
         raise
     except Exception:
-        # Nothing was stored (one transaction); say so in JSON, not a page.
+        # Nothing was kept (intake deletes what it stored); say so in JSON, not a page.
         logger.exception("storing an upload failed")
         return json_error("storing the upload failed; nothing was stored", 500)
+    return await sync_to_async(_stored_answer)(request, stored)
+
+
+def _planned_upload(request: HttpRequest) -> tuple[list[PlannedStream], int]:
+    """The upload's form read and checked, and its captures planned (no
+    database; a thread of its own, as reading a HAR takes a while); the
+    plan and the upload's size."""
+    form = _upload_form(request)
+    if not form.is_valid():
+        raise BadRequest(first_error(form), 413 if form.too_large() else 400)
+    data, name = form.payload()
+    plan = plan_upload(
+        data,
+        name=name,
+        fmt=form.cleaned_data["format"],
+        title=form.cleaned_data["title"],
+        dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
+    )
+    return plan, len(data)
+
+
+def _stored_answer(request: HttpRequest, stored: list[models.Capture]) -> HttpResponse:
     refusals = _refusals(stored)
     entries = [
         StoredRecord(

@@ -5,7 +5,7 @@ from django.urls import path, re_path
 from . import api, lens_api
 
 urlpatterns = [
-    re_path(r"^captures/?$", api.captures, name="api-captures"),
+    re_path(r"^captures/?$", api.captures_async, name="api-captures"),
     path("captures/<str:slug>", api.capture_detail, name="api-capture"),
     path(
         "captures/<str:slug>/lenient",

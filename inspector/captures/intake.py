@@ -1,5 +1,20 @@
 """Intake of uploaded files: tell the format, split a HAR into its event
-streams, and store each stream as a capture, all or nothing.
+streams, and store each stream as a capture; all or nothing.
+
+An upload is planned first (`plan_upload`: size, format, a HAR's entries and
+streams, each held to its limit in `uploads.py`), with nothing stored; then
+stored in steps (`upload_steps`), each one short write transaction of at
+most INSPECTOR_UPLOAD_BATCH_FRAMES frames through `writer.CaptureWriter`.
+Between two steps no transaction is open, so other writers (live frames
+above all) never wait for a whole upload: on SQLite, the one write lock is
+held for one batch at a time.  An upload that fails or is given up half-way
+(`discard`) has its captures deleted, again in short transactions.
+
+`store_upload` runs the steps in the caller's thread (the upload page);
+`store_upload_async` runs each in a worker thread and awaits it, so an async
+view cancelled because its client went away stops after the step in hand
+(Django's ASGI handler cancels only async views: a sync view's thread cannot
+be stopped).
 
 HAR request headers (Authorization, cookies, api keys) are never read: only
 each event-stream response body is stored.
@@ -8,9 +23,15 @@ each event-stream response body is stored.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -23,11 +44,142 @@ from inspector.assembly import (
     detect_format,
     dialect_from_url,
     read_har,
+    slices,
 )
 
 from . import models
-from .store import store_stream
-from .uploads import check_size
+from .uploads import check_capture_count, check_har_entries, check_size
+from .writer import CaptureWriter
+from .writes import writing
+
+# Bytes fed to the assembler at a time: a step's frames are at most a batch
+# plus what one slice completes.
+FEED_SLICE = 16 * 1024
+
+
+@dataclass
+class PlannedStream:
+    """One capture an upload will make: its bytes and its columns."""
+
+    body: bytes
+    stream_format: str
+    input_format: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    dialect: str = AUTO_DIALECT  # forced, or auto
+    hint: str | None = None  # the dialect a HAR entry's request URL names
+
+
+def plan_upload(
+    data: bytes,
+    *,
+    name: str | None = None,
+    fmt: str = AUTO,
+    title: str = "",
+    dialect: str = AUTO_DIALECT,
+) -> list[PlannedStream]:
+    """The captures an upload makes, nothing stored yet.
+
+    Raises `uploads.TooLarge` (or its `OverLimit`: too many HAR entries or
+    streams), or UnreadableInput with a one-line reason.
+    """
+    check_size(len(data))
+    if fmt == AUTO:
+        fmt = detect_format(name, data)
+    title = title or (name or "")
+    if fmt != HAR:
+        return [PlannedStream(data, fmt, fmt, {"title": title}, dialect)]
+    check_har_entries(_har_entry_count(data))
+    streams = read_har(data)
+    check_capture_count(len(streams))
+    group = secrets.token_urlsafe(12) if len(streams) > 1 else ""
+    return [
+        PlannedStream(
+            stream.body,
+            "sse",
+            HAR,
+            {
+                "title": _har_title(title, stream.position, len(streams)),
+                "group": group,
+                "har_entry": stream.position,
+                "source_url": _public_url(stream.url),
+                "provider": _host(stream.url),
+                "http_status": stream.status,
+                "started_at": _started_at(stream.started),
+            },
+            dialect,
+            dialect_from_url(stream.url),
+        )
+        for stream in streams
+    ]
+
+
+def _har_entry_count(data: bytes) -> int:
+    """How many entries the HAR's log.entries holds (0 when it is not one:
+    `read_har` then says why)."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return 0
+    log = document.get("log") if type(document) is dict else None
+    entries = log.get("entries") if type(log) is dict else None
+    return len(entries) if type(entries) is list else 0
+
+
+def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Iterator[None]:
+    """Store the planned captures, yielding after each write transaction
+    (never inside one); each capture is appended to `stored` as it opens."""
+    batch = _batch_frames()
+    for planned in plan:
+        with writing(), transaction.atomic():
+            writer = CaptureWriter.open(
+                stream_format=planned.stream_format,
+                input_format=planned.input_format,
+                keep_bytes=False,
+                dialect=planned.dialect,
+                hint=planned.hint,
+                **planned.meta,
+            )
+        stored.append(writer.capture)
+        yield
+        for piece in slices(planned.body, FEED_SLICE):
+            writer.feed(piece)
+            if len(writer.pending) >= batch:
+                with writing(), transaction.atomic():
+                    writer.flush()
+                yield
+        writer.finish(planned.body, finished=False)
+        yield
+
+
+def _batch_frames() -> int:
+    return max(1, settings.INSPECTOR_UPLOAD_BATCH_FRAMES)
+
+
+def discard(stored: list[models.Capture]) -> None:
+    """Delete the captures of an upload that failed or was given up, a batch
+    of frames per transaction."""
+    for capture in stored:
+        while True:
+            with writing(), transaction.atomic():
+                batch = list(capture.frames.values_list("pk", flat=True)[: _batch_frames()])
+                if not batch:
+                    models.Capture.objects.filter(pk=capture.pk).delete()
+                    break
+                models.Frame.objects.filter(pk__in=batch).delete()
+
+
+def store_planned(plan: list[PlannedStream]) -> list[models.Capture]:
+    """Store planned captures in this thread; on any failure none is kept."""
+    stored: list[models.Capture] = []
+    steps = upload_steps(plan, stored)
+    try:
+        for _ in steps:
+            pass
+    except BaseException:
+        steps.close()
+        discard(stored)
+        raise
+    return stored
 
 
 def store_upload(
@@ -46,34 +198,35 @@ def store_upload(
     Raises `uploads.TooLarge`, or UnreadableInput with a one-line reason;
     then nothing was stored.
     """
-    check_size(len(data))
-    if fmt == AUTO:
-        fmt = detect_format(name, data)
-    title = title or (name or "")
-    if fmt != HAR:
-        return [
-            store_stream(data, stream_format=fmt, input_format=fmt, title=title, dialect=dialect)
-        ]
-    streams = read_har(data)
-    group = secrets.token_urlsafe(12) if len(streams) > 1 else ""
-    with transaction.atomic():
-        return [
-            store_stream(
-                stream.body,
-                stream_format="sse",
-                input_format=HAR,
-                title=_har_title(title, stream.position, len(streams)),
-                group=group,
-                har_entry=stream.position,
-                source_url=_public_url(stream.url),
-                provider=_host(stream.url),
-                http_status=stream.status,
-                started_at=_started_at(stream.started),
-                dialect=dialect,
-                hint=dialect_from_url(stream.url),
-            )
-            for stream in streams
-        ]
+    return store_planned(plan_upload(data, name=name, fmt=fmt, title=title, dialect=dialect))
+
+
+def advance(steps: Iterator[None]) -> bool:
+    """Run the next step; False when there was none left."""
+    return next(steps, _DONE) is not _DONE
+
+
+_DONE = object()
+
+
+async def store_planned_async(plan: list[PlannedStream]) -> list[models.Capture]:
+    """`store_planned`, one step per await: cancelled (the client went
+    away), it stops after the step running and deletes what it stored."""
+    stored: list[models.Capture] = []
+    steps = upload_steps(plan, stored)
+    step = sync_to_async(advance)
+    try:
+        while await step(steps):
+            pass
+    except BaseException:
+        await sync_to_async(_abandon)(steps, stored)
+        raise
+    return stored
+
+
+def _abandon(steps: Iterator[None], stored: list[models.Capture]) -> None:
+    steps.close()  # type: ignore[attr-defined]
+    discard(stored)
 
 
 def _started_at(text: str | None) -> datetime | None:
@@ -119,4 +272,12 @@ def _har_title(title: str, position: int, count: int) -> str:
     return title if count == 1 else f"{title} [stream {position + 1} of {count}]"
 
 
-__all__ = ["UnreadableInput", "store_upload"]
+__all__ = [
+    "PlannedStream",
+    "UnreadableInput",
+    "plan_upload",
+    "store_planned",
+    "store_planned_async",
+    "store_upload",
+    "upload_steps",
+]

@@ -12,7 +12,9 @@ over the limit is refused without being held whole in memory; a declared
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -37,6 +39,47 @@ class TooLarge(Exception):
             text = f"the upload is {size} bytes; the limit is {limit}"
         super().__init__(text)
         self.size = size
+
+
+class OverLimit(TooLarge):
+    """An upload within the byte limit but over a count limit (HAR entries,
+    captures per upload, a capture's total size); the message names the
+    setting and its value."""
+
+    def __init__(self, text: str) -> None:
+        Exception.__init__(self, text)
+        self.size = None
+
+
+def check_har_entries(count: int) -> None:
+    """Refuse a HAR holding more entries than INSPECTOR_MAX_HAR_ENTRIES."""
+    limit = settings.INSPECTOR_MAX_HAR_ENTRIES
+    if count > limit:
+        raise OverLimit(
+            f"the HAR holds {count} entries; the limit is {limit} (INSPECTOR_MAX_HAR_ENTRIES)"
+        )
+
+
+def check_capture_count(count: int) -> None:
+    """Refuse an upload that would make more captures than
+    INSPECTOR_MAX_CAPTURES_PER_UPLOAD."""
+    limit = settings.INSPECTOR_MAX_CAPTURES_PER_UPLOAD
+    if count > limit:
+        raise OverLimit(
+            f"the upload holds {count} event streams; the limit is {limit} captures per upload"
+            " (INSPECTOR_MAX_CAPTURES_PER_UPLOAD)"
+        )
+
+
+def check_total_size(stored: int, more: int) -> None:
+    """Refuse an append of `more` bytes to a capture holding `stored`: a
+    capture's total is held to INSPECTOR_MAX_UPLOAD_BYTES like an upload."""
+    limit = max_upload_bytes()
+    if stored + more > limit:
+        raise OverLimit(
+            f"the capture would hold {stored + more} bytes; the limit is {limit}"
+            " (INSPECTOR_MAX_UPLOAD_BYTES); what it holds is kept"
+        )
 
 
 def check_size(size: int | None) -> None:
@@ -66,3 +109,44 @@ def check_declared_size(request: HttpRequest) -> None:
     size = declared_size(request)
     if size is not None and size > max_upload_bytes() + slack:
         raise TooLarge(size)
+
+
+# -- concurrent large uploads ----------------------------------------------------------------
+
+_large_lock = threading.Lock()
+_large_running = 0
+
+
+class Busy(Exception):
+    """As many large uploads as INSPECTOR_MAX_LARGE_UPLOADS are being stored
+    in this process: answered 503 with `Retry-After: retry_after`."""
+
+    retry_after = 5
+
+    def __init__(self) -> None:
+        limit = settings.INSPECTOR_MAX_LARGE_UPLOADS
+        super().__init__(
+            f"{limit} large uploads are being stored already (INSPECTOR_MAX_LARGE_UPLOADS);"
+            f" try again in {self.retry_after} s"
+        )
+
+
+@contextmanager
+def large_upload_slot(size: int) -> Iterator[None]:
+    """Hold one of the process's INSPECTOR_MAX_LARGE_UPLOADS slots while an
+    upload of at least INSPECTOR_LARGE_UPLOAD_BYTES is stored; raise Busy at
+    once when none is free (never queue: a queued upload holds its body in
+    memory too).  Smaller uploads need no slot."""
+    global _large_running
+    if size < settings.INSPECTOR_LARGE_UPLOAD_BYTES:
+        yield
+        return
+    with _large_lock:
+        if _large_running >= settings.INSPECTOR_MAX_LARGE_UPLOADS:
+            raise Busy()
+        _large_running += 1
+    try:
+        yield
+    finally:
+        with _large_lock:
+            _large_running -= 1

@@ -9,6 +9,7 @@ lost, none is shown twice.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -18,10 +19,11 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 
 from inspector.assembly import FORMATS, HAR
 from inspector.captures import models
+from inspector.captures.uploads import TooLarge, check_total_size
 
 from .broadcast import LIST_GROUP, capture_group
 from .recorder import SocketRecording
-from .snapshot import snapshot
+from .snapshot import DONE, SnapshotPager
 
 
 class JsonConsumer(AsyncJsonWebsocketConsumer):
@@ -37,7 +39,15 @@ class JsonConsumer(AsyncJsonWebsocketConsumer):
 
 
 class CaptureConsumer(JsonConsumer):
-    """`/ws/captures/<slug>/?after=N`: frames after N, then live batches."""
+    """`/ws/captures/<slug>/?after=N`: frames after N, then live batches.
+
+    The snapshot goes out in pages (`snapshot.SnapshotPager`) from a task
+    of its own, so a disconnect is handled at once and cancels it.  Live
+    messages that arrive meanwhile are held and forwarded after the last
+    page, without the frames a page already gave: in order, none twice.
+    """
+
+    paging: asyncio.Task | None = None
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -46,19 +56,48 @@ class CaptureConsumer(JsonConsumer):
             await self.close(code=4404)
             return
         self.group = capture_group(slug)
+        self.held: list[dict[str, Any]] | None = []  # live messages, while paging
+        self.pager = SnapshotPager(capture, _after(self.scope))
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self.send_json(await database_sync_to_async(snapshot)(capture, _after(self.scope)))
+        self.paging = asyncio.create_task(self._send_snapshot())
+
+    async def _send_snapshot(self) -> None:
+        # Not in the consumer's one thread-sensitive worker: the disconnect
+        # handler's own database calls would queue behind a page being read.
+        next_page = database_sync_to_async(self.pager.next_page, thread_sensitive=False)
+        while (page := await next_page()) is not DONE:
+            if page is not None:
+                await self.send_json(page)
+        while self.held:
+            await self._forward(self.held.pop(0))
+        self.held = None
 
     async def disconnect(self, code: int) -> None:
+        if self.paging is not None:
+            self.paging.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def capture_frames(self, message: dict[str, Any]) -> None:
-        await self.send_json({**message, "type": "frames"})
+        await self._live({**message, "type": "frames"})
 
     async def capture_finished(self, message: dict[str, Any]) -> None:
-        await self.send_json({**message, "type": "finished"})
+        await self._live({**message, "type": "finished"})
+
+    async def _live(self, message: dict[str, Any]) -> None:
+        if self.held is not None:
+            self.held.append(message)
+        else:
+            await self._forward(message)
+
+    async def _forward(self, message: dict[str, Any]) -> None:
+        """A live message, without the frames the viewer already got."""
+        seen = self.pager.sent_up_to
+        frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
+        if frames:
+            self.pager.sent_up_to = frames[-1]["number"]
+        await self.send_json({**message, "frames": frames})
 
 
 class CaptureListConsumer(JsonConsumer):
@@ -82,11 +121,15 @@ class IngestConsumer(AsyncWebsocketConsumer):
     then the stream's bytes as binary messages, then `{"close": true}`.  The
     answers are `{"type": "opened", "slug", "url"}` and `{"type": "closed",
     "outcome", "refusal"}`.  A socket that drops before `close` closes the
-    capture with what it received.
+    capture with what it received.  A capture is held to
+    INSPECTOR_MAX_UPLOAD_BYTES: the message that would take it past the
+    limit is refused with an error, the capture closed with what it holds
+    (`closed`) and the socket closed with 1009.
     """
 
     recording: SocketRecording | None = None
     closed = False
+    received = 0  # bytes appended: held to INSPECTOR_MAX_UPLOAD_BYTES in all
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         if bytes_data is not None:
@@ -134,13 +177,32 @@ class IngestConsumer(AsyncWebsocketConsumer):
         if self.recording is None or self.closed:
             await self._error("open a capture first")
             return
+        try:
+            check_total_size(self.received, len(data))
+        except TooLarge as error:
+            await self._refuse_too_large(str(error))
+            return
+        self.received += len(data)
         self.recording.feed(data, time.monotonic())
+
+    async def _refuse_too_large(self, reason: str) -> None:
+        """The append that would take the capture past the upload limit: the
+        capture is closed with what it holds, the client told, the socket
+        closed (1009: message too big)."""
+        self.closed = True
+        await self._error(reason)
+        await self._finish()
+        await self.close(code=1009)
 
     async def _close(self) -> None:
         if self.recording is None or self.closed:
             await self._error("no open capture")
             return
         self.closed = True
+        await self._finish()
+
+    async def _finish(self) -> None:
+        """Close the capture and say how it ended."""
         finished = await self.recording.finish()
         if finished is None:
             await self._error("the capture could not be stored")

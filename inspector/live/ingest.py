@@ -4,6 +4,8 @@ not hold a websocket (see `IngestConsumer` for the socket).
 
     POST /api/ingest                   {"title": ..., "format": "sse"} -> 201 {"slug", ...}
     POST /api/ingest/<slug>/append     raw stream bytes                -> {"frames": n}
+                                       (413 past INSPECTOR_MAX_UPLOAD_BYTES, for one append
+                                       and for the capture's total; the capture stays open)
     POST /api/ingest/<slug>/close                                      -> {"outcome", "refusal"}
 
 An open capture's assembler lives in the process that opened it; with
@@ -27,7 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from inspector.assembly import JSONL, SSE
 from inspector.captures import models
 from inspector.captures.models import capture_path
-from inspector.captures.uploads import TooLarge, read_capped
+from inspector.captures.uploads import TooLarge, check_total_size, read_capped
 from inspector.http_json import BadRequest, json_endpoint, json_response
 
 from . import recorder
@@ -121,6 +123,10 @@ def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
         data = read_capped(request.read)
     except TooLarge as error:
         raise BadRequest(f"one append is limited like an upload: {error}", 413) from None
+    try:
+        check_total_size(live.byte_size, len(data))
+    except TooLarge as error:
+        raise BadRequest(str(error), 413) from None
     recorder.append_sync(live, data)
     return json_response({"frames": live.strict.frames})
 

@@ -3,8 +3,8 @@ ingest) stores and publishes what it receives through this module.
 
 A stream read in a server task (the proxy's relay, the ingest socket) is
 recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
-recorder task feeds the queue to a `LiveCapture` (sync ORM, in
-`sync_to_async`) while the reader is idle, then publishes the batch to the
+recorder task feeds the queue to a `LiveCapture` (sync ORM, in a
+thread of the recording's own) while the reader is idle, then publishes the batch to the
 capture's viewers (`broadcast`).  The capture's `arrived_ms` are the reads'
 arrival times, counted from the moment the request was sent upstream,
 however far the recorder lags behind.  HTTP ingest, one request per append,
@@ -18,11 +18,11 @@ the request that the upstream quotes back is never kept.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -33,6 +33,7 @@ from django.urls import reverse
 
 from inspector.captures import models
 from inspector.captures.store import open_capture
+from inspector.captures.writes import writing
 
 from . import attempts, broadcast, redact
 from .session import LiveCapture
@@ -55,23 +56,6 @@ MAX_BACKLOG = 2000
 MAX_WAIT_SECONDS = 0.010
 # Attempts of a group that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
-
-
-# SQLite lets one connection write at a time.  Each request has a thread and
-# connection of its own, so in one process the recordings take turns here
-# rather than in SQLite's busy handler (which sleeps and polls; and without
-# BEGIN IMMEDIATE, a transaction that reads before it writes gets "database
-# is locked" at once while another connection writes).
-_sqlite_writes = threading.Lock()
-
-
-@contextmanager
-def writing() -> Iterator[None]:
-    if connection.vendor == "sqlite":
-        with _sqlite_writes:
-            yield
-    else:
-        yield
 
 
 class PinnedClock:
@@ -116,6 +100,8 @@ class Recorder:
     """
 
     source = models.Capture.Source.INGEST
+    # Whether the recording writes in a thread of its own (`_in_thread`).
+    own_thread = False
 
     def __init__(self, clock: PinnedClock, *, secrets: list[str] = ()) -> None:
         self.clock = clock
@@ -134,12 +120,35 @@ class Recorder:
         self._finishing: asyncio.Task | None = None
         self._draining = False
         self._closed = False
+        # A websocket recording writes in a thread and context of its own (see
+        # `_in_thread`); a proxied one in its request's thread, as Django gives it.
+        # Django keeps connections in context-local storage, and a caller's context
+        # holds its own thread's connection, which no other thread may use.
+        self._thread: ThreadPoolExecutor | None = None
+        self._context: contextvars.Context | None = None
+        if self.own_thread:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
+            self._context = contextvars.Context()
+
+    def _in_thread(self, function: Callable) -> Callable:
+        """`function` run in the recording's writing thread: the request's
+        (thread-sensitive), or with `own_thread` the recording's own (and its
+        database connection).  A websocket consumer's calls all go to channels'
+        one shared thread, and every websocket message is dispatched after a
+        call there: an ingest socket's messages would wait behind the
+        recorder's writes, and those behind an upload's batch."""
+        if self._thread is None:
+            return sync_to_async(function)
+        return sync_to_async(function, thread_sensitive=False, executor=self._thread)
+
+    def _task_of(self, coroutine: Any) -> asyncio.Task:
+        return keep(asyncio.get_running_loop().create_task(coroutine, context=self._context))
 
     def start(self) -> None:
         """Start the recorder task.  Nothing here touches the database: the
         task's first job is to create the capture, so the reader never waits
         for another capture's writes."""
-        self._task = keep(asyncio.create_task(self._run()))
+        self._task = self._task_of(self._run())
 
     def open_capture(self) -> models.Capture:
         """Create the capture row (in the recorder's thread, in a transaction)."""
@@ -166,7 +175,7 @@ class Recorder:
 
     async def _run(self) -> None:
         try:
-            await sync_to_async(self._create)()
+            await self._in_thread(self._create)()
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
@@ -187,7 +196,7 @@ class Recorder:
             reads = [item for item in items if item is not None]
             if (reads or end) and not self._failed:
                 try:
-                    batches = await sync_to_async(self._append)(reads, end)
+                    batches = await self._in_thread(self._append)(reads, end)
                 except Exception:  # noqa: BLE001 - the relay goes on unrecorded
                     logger.exception("capture %s: storing frames failed", self.slug)
                     self._failed = True
@@ -268,12 +277,17 @@ class Recorder:
         returned task for the closing message.  It runs as a task of its own,
         so a second cancellation of the request can't interrupt it."""
         if self._finishing is None:
-            self._finishing = keep(asyncio.ensure_future(self._finish(meta)))
+            self._finishing = self._task_of(self._finish(meta))
         return self._finishing
 
     async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
         await self.drain()
-        message = await sync_to_async(self.close_sync)(meta)
+        try:
+            message = await self._in_thread(self.close_sync)(meta)
+        finally:
+            if self._thread is not None:
+                await self._in_thread(_close_connection)()
+                self._thread.shutdown(wait=False)
         if message is not None:
             await self.announce(message)
         return message
@@ -392,6 +406,8 @@ class Recording(Recorder):
 class SocketRecording(Recorder):
     """A stream a client pushes over the ingest websocket."""
 
+    own_thread = True
+
     def __init__(self, *, stream_format: str, title: str) -> None:
         super().__init__(PinnedClock())
         self.stream_format = stream_format
@@ -451,6 +467,11 @@ def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
         else:
             groups.append(([data], arrived, arrived))
     return [(b"".join(chunks), last) for chunks, _, last in groups]
+
+
+def _close_connection() -> None:
+    """Close this thread's database connection (a recording's, at its end)."""
+    connection.close()
 
 
 # Tasks that must outlive the request that started them (asyncio keeps only

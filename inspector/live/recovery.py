@@ -40,11 +40,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from inspector.captures import models
-from inspector.captures.store import assemble_stream, close_capture, stored_stream
+from inspector.captures.dialects import dialect_basis
+from inspector.captures.store import assemble_stream, close_capture, model_name, stored_stream
+from inspector.captures.writes import writing
 
 from . import broadcast
 
@@ -69,6 +71,12 @@ def recover_interrupted(
     stale = stale_seconds() if stale is None else stale
     now = now or timezone.now()
     live = models.Capture.objects.filter(outcome=models.Capture.Outcome.LIVE)
+    if not force:
+        # An upload being stored is live too, but its frames carry no arrival time: it
+        # would look idle since its creation.  Only `--force` (one process, at start)
+        # closes an upload a dead process left half-stored.
+        timed = models.Frame.objects.filter(capture=OuterRef("pk"), arrived_ms__isnull=False)
+        live = live.exclude(Q(source=models.Capture.Source.UPLOAD) & ~Exists(timed))
     recovered = []
     for pk in live.order_by("created", "id").values_list("pk", flat=True):
         try:
@@ -82,7 +90,7 @@ def recover_interrupted(
 
 
 def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Capture | None:
-    with transaction.atomic():
+    with writing(), transaction.atomic():
         # Claim it: a capture another process closes meanwhile is skipped.
         capture = (
             models.Capture.objects.select_for_update()
@@ -101,7 +109,14 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             logger.warning(
                 "capture %s: %d stored frames read back as %d", capture.slug, stored, len(frames)
             )
-        close_capture(capture, data, frames, results, interrupted=True)
+        close_capture(
+            capture,
+            data,
+            model_name(frames),
+            results,
+            interrupted=True,
+            dialect_basis=dialect_basis(frames),
+        )
     logger.info(
         "recovered live capture %s: %d frames, %s %s",
         capture.slug,

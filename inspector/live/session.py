@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inspector.assembly import POLICIES, STRICT, Call, StreamAssembler
+from inspector.assembly import STRICT, Call
 from inspector.captures import models
-from inspector.captures.store import append_frames, close_capture, open_capture
+from inspector.captures.store import open_capture
+from inspector.captures.writer import CaptureWriter
 
 from .broadcast import (
     CallEntry,
@@ -34,19 +35,18 @@ from .broadcast import (
 
 class LiveCapture:
     """Open with `LiveCapture.open(...)`, then `append(bytes)` per read and
-    `close()` once."""
+    `close()` once.  The storing is `captures.writer.CaptureWriter`'s (the
+    same an upload uses); this adds the arrival times and the messages."""
 
     def __init__(self, capture: models.Capture, *, clock=time.monotonic) -> None:
+        self.writer = CaptureWriter(capture)
         self.capture = capture
-        self.stream = StreamAssembler(capture.stream_format, POLICIES)
-        self.strict = self.stream.assemblers[STRICT]
+        self.stream = self.writer.stream
+        self.strict = self.writer.strict
         self._clock = clock
         self._started = clock()
-        self._chunks: list[bytes] = []
-        self._frames: list = []
         self._events_seen = 0
         self._fragments_sent: dict[int, int] = {}  # id(call) -> fragments sent
-        self.closed = False
 
     @classmethod
     def open(cls, *, stream_format: str = "sse", **meta: Any) -> LiveCapture:
@@ -56,32 +56,38 @@ class LiveCapture:
     def slug(self) -> str:
         return self.capture.slug
 
+    @property
+    def closed(self) -> bool:
+        return self.writer.closed
+
+    @property
+    def byte_size(self) -> int:
+        """The bytes appended so far."""
+        return self.writer.byte_size
+
     def elapsed_ms(self) -> float:
         return round((self._clock() - self._started) * 1000, 3)
 
     def append(self, data: bytes) -> FramesMessage | None:
         """Take the next bytes; the batch message for the frames they
         completed, or None when they completed none."""
-        self._chunks.append(data)
-        return self._take(self.stream.feed(data))
+        self.writer.feed(data)
+        now = self.elapsed_ms()
+        return self._message(self.writer.flush(now), now)
 
     def close(self, **meta: Any) -> FinishedMessage:
         """End of input: store the assemblies; the closing message."""
         if self.closed:
             raise RuntimeError("live capture closed twice")
-        self.closed = True
-        last = self._take(self.stream.close())
-        capture = close_capture(
-            self.capture, b"".join(self._chunks), self._frames, self.stream.results, **meta
+        now = self.elapsed_ms()
+        capture, last = self.writer.finish(arrived_ms=now, **meta)
+        return finished_message(
+            capture, self._message(last, now), refusal_entry(self.stream.results[STRICT].refusal)
         )
-        return finished_message(capture, last, refusal_entry(self.stream.results[STRICT].refusal))
 
-    def _take(self, frames: list) -> FramesMessage | None:
+    def _message(self, frames: list, now: float) -> FramesMessage | None:
         if not frames:
             return None
-        now = self.elapsed_ms()
-        append_frames(self.capture, frames, [now] * len(frames))
-        self._frames.extend(frames)
         entries = [frame_entry(f.number, f.kind.value, f.raw, now) for f in frames]
         return frames_message(
             self.capture.slug, entries, self._touched_calls(), refusal_entry(self.strict.refusal)

@@ -1,20 +1,27 @@
 """What a viewer who joins a live capture late needs first: the frames
 stored so far and the state of every call, re-assembled from those frames.
 
+The snapshot is paged like the capture page: `SnapshotPager.next_page`
+reads at most INSPECTOR_SNAPSHOT_FRAMES frames (one indexed query) and gives
+at most that many in one `snapshot` message, `"more": true` until the last.
+The consumer awaits one page at a time and stops when its socket closes, so
+a capture of a million frames costs a bounded amount of work per message
+and none after the viewer has left.
+
 Calls of a live capture are only written when it closes, so a late joiner's
-call state comes from running the stored frames through the assembler once.
+call state comes from running the stored frames through the assembler, page
+by page as they are read; it goes out with the last page.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import models
-from inspector.captures.store import stored_stream
 
 from .broadcast import (
-    CallEntry,
     FrameEntry,
-    RefusalEntry,
     SnapshotMessage,
     call_entry,
     frame_entry,
@@ -22,26 +29,66 @@ from .broadcast import (
     snapshot_message,
 )
 
-
-def frames_after(capture: models.Capture, after: int) -> list[FrameEntry]:
-    rows = capture.frames.filter(number__gt=after).order_by("number")
-    return [
-        frame_entry(f.number, f.kind, f.raw, f.arrived_ms)
-        for f in rows.only("number", "kind", "raw", "arrived_ms")
-    ]
+# `next_page`'s answer once every page was given.
+DONE = object()
 
 
-def live_state(capture: models.Capture) -> tuple[list[CallEntry], RefusalEntry | None]:
-    """The state of every started call of a live capture, and the refusal
-    already decided (or None), from its frames."""
-    stream = StreamAssembler(capture.stream_format, (STRICT,))
-    stream.feed(stored_stream(capture))
-    assembler = stream.assemblers[STRICT]
-    return [call_entry(call) for call in assembler.started], refusal_entry(assembler.refusal)
+def page_size() -> int:
+    return max(1, settings.INSPECTOR_SNAPSHOT_FRAMES)
 
 
-def snapshot(capture: models.Capture, after: int) -> SnapshotMessage:
-    calls, refusal = [], None
-    if capture.outcome == models.Capture.Outcome.LIVE:
-        calls, refusal = live_state(capture)
-    return snapshot_message(capture, frames_after(capture, after), calls, refusal)
+class SnapshotPager:
+    """The snapshot of `capture` for a viewer who has seen frames up to
+    `after`, one bounded page per `next_page()` (sync ORM)."""
+
+    def __init__(self, capture: models.Capture, after: int, size: int | None = None) -> None:
+        self.capture = capture
+        self.size = size or page_size()
+        self.sent_up_to = after  # the last frame number given (or the viewer had)
+        self.live = capture.outcome == models.Capture.Outcome.LIVE
+        # A live capture's call state needs every frame from the first.
+        self._read_up_to = -1 if self.live else after
+        self._stream = StreamAssembler(capture.stream_format, (STRICT,)) if self.live else None
+        self._separator = "\n" if capture.stream_format == "jsonl" else "\n\n"
+        self._done = False
+
+    def next_page(self) -> SnapshotMessage | None | object:
+        """The next message; None when this step read only frames the viewer
+        already has (a live capture's call state still needed them); DONE
+        after the last."""
+        if self._done:
+            return DONE
+        rows = list(
+            self.capture.frames.filter(number__gt=self._read_up_to)
+            .order_by("number")
+            .only("number", "kind", "raw", "arrived_ms")[: self.size]
+        )
+        if rows:
+            self._read_up_to = rows[-1].number
+            self._feed(rows)
+        entries = [self._entry(row) for row in rows if row.number > self.sent_up_to]
+        if entries:
+            self.sent_up_to = entries[-1]["number"]
+        last = len(rows) < self.size
+        if not last and not entries:
+            return None
+        self._done = last
+        return self._message(entries, more=not last)
+
+    def _entry(self, row: models.Frame) -> FrameEntry:
+        return frame_entry(row.number, row.kind, row.raw, row.arrived_ms)
+
+    def _feed(self, rows: list[models.Frame]) -> None:
+        if self._stream is not None:
+            text = "".join(row.raw + self._separator for row in rows)
+            self._stream.feed(text.encode("utf-8", "surrogatepass"))
+
+    def _message(self, entries: list[FrameEntry], *, more: bool) -> SnapshotMessage:
+        calls, refusal = [], None
+        if self._stream is not None and not more:
+            assembler = self._stream.assemblers[STRICT]
+            calls = [call_entry(call) for call in assembler.started]
+            refusal = refusal_entry(assembler.refusal)
+        message = snapshot_message(self.capture, entries, calls, refusal)
+        message["more"] = more
+        return message
