@@ -128,11 +128,21 @@ def test_minimize_takes_a_dialect(tmp_path):
 def test_the_migration_makes_existing_captures_chat():
     executor = MigrationExecutor(connection)
     executor.migrate([("captures", "0008_wider_formats")])
-    old = executor.loader.project_state([("captures", "0008_wider_formats")]).apps
-    old.get_model("captures", "Capture").objects.create(
-        input_format="sse", stream_format="sse", outcome="ok", raw=b""
-    )
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([("captures", "0009_capture_dialect")])
-    assert list(models.Capture.objects.values_list("dialect", "dialect_basis")) == [("chat", "")]
+    try:
+        old = executor.loader.project_state([("captures", "0008_wider_formats")]).apps
+        old.get_model("captures", "Capture").objects.create(
+            input_format="sse", stream_format="sse", outcome="ok", raw=b""
+        )
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate([("captures", "0009_capture_dialect")])
+        stored = list(
+            executor.loader.project_state([("captures", "0009_capture_dialect")])
+            .apps.get_model("captures", "Capture")
+            .objects.values_list("dialect", "dialect_basis")
+        )
+        assert stored == [("chat", "")]
+    finally:  # the later migrations back, for the tests that follow
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
