@@ -32,7 +32,7 @@ from inspector.assembly import (
     Result,
     UnreadableInput,
     assemble,
-    detect_format,
+    settle_format,
     stream_source,
 )
 from inspector.assembly.jsontext import dumps
@@ -140,7 +140,7 @@ def lens_document(data: bytes, name: str | None, options: dict[str, Any]) -> dic
         raise Unreadable(f"--lens: unknown lens {lens_name!r}: use {', '.join(LENSES)}")
     fmt = options.get("format") or AUTO
     if fmt == AUTO:
-        fmt = detect_format(name, data)
+        fmt = settle_format(name, data)
     fmt, body, _ = stream_source(data, fmt, options.get("entry") or 0)
     frames, result = read_frames_and_result(
         body, fmt, policy=options.get("policy") or STRICT, chunk_bytes=options.get("chunk_bytes")

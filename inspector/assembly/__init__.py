@@ -25,6 +25,7 @@ from .stream import (
     StreamAssembler,
     assemble,
     read_stream,
+    settle_format,
     slices,
     stream_bytes,
     stream_source,
@@ -66,6 +67,7 @@ __all__ = [
     "read_stream",
     "slices",
     "detect_format",
+    "settle_format",
     "read_har",
     "stream_bytes",
 ]

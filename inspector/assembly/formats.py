@@ -90,5 +90,5 @@ def detect_format(name: str | None, head: bytes) -> str:
     if not head.lstrip(b"\xef\xbb\xbf").strip():
         return SSE  # an empty stream reads the same in every format: 0 frames
     raise UnreadableInput(
-        "can't tell the format from the first bytes; pass --format sse, jsonl, json-array or har"
+        "can't tell the format from the first bytes: choose it (sse, jsonl, json-array or har)"
     )

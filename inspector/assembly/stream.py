@@ -8,14 +8,74 @@ from collections.abc import Iterable, Iterator
 from .assembler import STRICT, Assembler
 from .dialect import AUTO_DIALECT, dialect_from_url
 from .errors import UnreadableInput
-from .formats import AUTO, HAR, JSON_ARRAY, JSONL, SSE, STREAM_FORMATS, detect_format
-from .frames import Frame
+from .formats import (
+    AUTO,
+    HAR,
+    JSON_ARRAY,
+    JSONL,
+    SSE,
+    STREAM_FORMATS,
+    by_content,
+    detect_format,
+)
+from .frames import Frame, FrameKind
 from .har import read_har
 from .jsonarray import JSONArrayReader
 from .readers import JSONLReader, SSEReader
 from .result import Result
 
 FEED_SLICE = 16 * 1024
+
+
+def reader_for(fmt: str) -> SSEReader | JSONLReader | JSONArrayReader:
+    """A new reader of a stream format (sse, jsonl or json-array)."""
+    if fmt == SSE:
+        return SSEReader()
+    if fmt == JSONL:
+        return JSONLReader()
+    if fmt == JSON_ARRAY:
+        return JSONArrayReader()
+    raise UnreadableInput(f"a stream is read as sse, jsonl or json-array, not {fmt!r}")
+
+
+# How much of an input `settle_format` reads to see whether a format reads it.
+SETTLE_BYTES = 64 * 1024
+
+
+def settle_format(name: str | None, data: bytes) -> str:
+    """The input's format, told by its content first, else its name, and
+    checked against what it reads.  A format only the name chose must read a
+    frame that is not invalid (`aaaa` named `.jsonl` is no JSON Lines); one
+    the content told must read a frame.  Failing that, the first other
+    stream format that reads a frame that is not invalid wins (a JSON Lines
+    recording named `.txt` or `.sse`); when none does, the bytes hold no
+    stream: UnreadableInput, so that every intake (the form, the API, the
+    command) answers the same bytes the same way and none stores a 0-frame
+    capture."""
+    fmt = detect_format(name, data)
+    head = data[:SETTLE_BYTES]
+    if fmt not in STREAM_FORMATS or not head.strip():
+        return fmt
+    frames = _frames_read(fmt, head)
+    if frames and (by_content(head) is not None or _some_valid(frames)):
+        return fmt
+    for other in STREAM_FORMATS:
+        if other != fmt and _some_valid(_frames_read(other, head)):
+            return other
+    raise UnreadableInput(
+        f"no stream in these bytes: read as {fmt} they hold no frame of a stream, and they are no "
+        "SSE, JSON Lines or JSON array either; choose the format (sse, jsonl, json-array "
+        "or har)"
+    )
+
+
+def _some_valid(frames: list[Frame]) -> bool:
+    return any(frame.kind is not FrameKind.INVALID for frame in frames)
+
+
+def _frames_read(fmt: str, head: bytes) -> list[Frame]:
+    reader = reader_for(fmt)
+    return [*reader.feed(head), *reader.close()]
 
 
 class StreamAssembler:
@@ -37,14 +97,7 @@ class StreamAssembler:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
     ) -> None:
-        if fmt == SSE:
-            self.reader: SSEReader | JSONLReader | JSONArrayReader = SSEReader()
-        elif fmt == JSONL:
-            self.reader = JSONLReader()
-        elif fmt == JSON_ARRAY:
-            self.reader = JSONArrayReader()
-        else:
-            raise UnreadableInput(f"a stream is read as sse, jsonl or json-array, not {fmt!r}")
+        self.reader = reader_for(fmt)
         self.assemblers = {
             policy: Assembler(policy, dialect, hint=hint, sse=fmt == SSE) for policy in policies
         }
@@ -131,23 +184,12 @@ def assemble(
 
     `chunk_bytes` feeds the stream that many bytes at a time, the way a
     network might have cut it; the result is the same for every size.
-    With `fmt` auto, when the chosen format reads no frame at all from input
-    that is not blank, the other stream formats are tried in turn and the
-    first that reads a frame wins.
+    With `fmt` auto the format is settled by `settle_format`.
     """
-    detected = fmt == AUTO
-    if detected:
-        fmt = detect_format(name, data)
+    if fmt == AUTO:
+        fmt = settle_format(name, data)
     fmt, body, named = stream_source(data, fmt, entry)
-    hint = hint or named
-    result = _assemble_as(fmt, body, policy, chunk_bytes, dialect, hint)
-    if detected and result.frames == 0 and body.strip():
-        for other in STREAM_FORMATS:
-            if other != fmt:
-                retry = _assemble_as(other, body, policy, chunk_bytes, dialect, hint)
-                if retry.frames:
-                    return retry
-    return result
+    return _assemble_as(fmt, body, policy, chunk_bytes, dialect, hint or named)
 
 
 def _assemble_as(

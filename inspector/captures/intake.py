@@ -41,9 +41,9 @@ from inspector.assembly import (
     AUTO_DIALECT,
     HAR,
     UnreadableInput,
-    detect_format,
     dialect_from_url,
     read_har,
+    settle_format,
     slices,
 )
 
@@ -84,7 +84,7 @@ def plan_upload(
     """
     check_size(len(data))
     if fmt == AUTO:
-        fmt = detect_format(name, data)
+        fmt = settle_format(name, data)
     title = title or (name or "")
     if fmt != HAR:
         return [PlannedStream(data, fmt, fmt, {"title": title}, dialect)]

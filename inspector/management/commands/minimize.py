@@ -25,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
-from inspector.assembly import AUTO, AUTO_DIALECT, DIALECTS, UnreadableInput, detect_format
+from inspector.assembly import AUTO, AUTO_DIALECT, DIALECTS, UnreadableInput, settle_format
 from inspector.management.streamcommand import UNREADABLE, StreamCommand
 from inspector.minimize.export import NAME, case_files
 from inspector.minimize.lens import lens_names, lens_target
@@ -93,7 +93,7 @@ class Command(StreamCommand):
         seconds = options["seconds"] or float(settings.INSPECTOR_MINIMIZE_SECONDS)
         try:
             if fmt == AUTO:
-                fmt = detect_format(None if path == "-" else path, data)
+                fmt = settle_format(None if path == "-" else path, data)
             found = _minimize(data, fmt, options, seconds)
         except (UnreadableInput, NothingToMinimize) as error:
             raise CommandError(str(error), returncode=UNREADABLE) from None
