@@ -107,6 +107,8 @@ async def test_the_snapshot_stops_when_the_socket_closes(settings, monkeypatch):
     assert len((await comm.receive_json_from(timeout=5))["frames"]) == 10
     await comm.receive_json_from(timeout=5)
     await comm.disconnect()
+    read_when_it_left = len(pages_read)  # 2 or 3: the third may or may not have begun
     gate.set()
     await asyncio.sleep(0.3)
-    assert len(pages_read) == 3  # of 50: nothing read after the viewer left
+    # Of 50 pages: none begun after the viewer left (the one in hand may end).
+    assert read_when_it_left <= len(pages_read) <= 3
