@@ -1,7 +1,7 @@
 """The tool-call assembler core: frames in, events and a result out.
 
-Theory of operation (the law is the project's assembly spec, `assembly.md`,
-extended to four wire formats by `dialects.md`):
+Theory of operation (the choices the rules leave open are in
+`docs/assembly-decisions.md`):
 
 * One core of rules, whatever the wire format: identity is established once
   and never erased (a different name is `IDENTITY_CONFLICT`), arguments are
@@ -229,7 +229,7 @@ class Assembler:
 
     def done(self, number: int) -> None:
         """The done frame: the stream is over.  A choice that never said why
-        gets `no_finish_reason` here (section 10)."""
+        gets `no_finish_reason` here."""
         self.done_frame = number
         if self.refusal is None:
             self._event("done", number)
@@ -389,7 +389,7 @@ class Assembler:
 
     _refuse = refuse
 
-    # -- end of stream (section 5) ------------------------------------------
+    # -- end of stream: done or cut, the end checks, the batch rule --------
 
     def finish(self) -> Result:
         """Run the end-of-stream checks once and return the result."""

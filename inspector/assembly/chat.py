@@ -1,13 +1,14 @@
-"""The chat-completions adapter (`assembly.md`): `choices[].delta` in, core
+"""The chat-completions adapter: `choices[].delta` in, core
 operations out.
 
-Each `choices[i]` is assembled on its own (section 2).  A tool-call delta is
-normalised, resolved to a call by id first and index only as a hint (rules
-1-3 of section 3), then applies its identity and appends its fragment
-through the core.  Entries of `type: "custom"` (or with a `custom` object and
-no `function`) are calls of kind `custom` whose free-text input is never
-scanned (section 10).  A whole `chat.completion` body is its one-frame
-stream: each choice's `message` read as its delta, then done.
+Each `choices[i]` is assembled on its own.  A tool-call delta is
+normalised, resolved to a call by id first and index only as a hint (an
+explicit id re-associates, a new id binds or starts a call, an id-less
+delta continues its one candidate), then applies its identity and appends
+its fragment through the core.  Entries of `type: "custom"` (or with a
+`custom` object and no `function`) are calls of kind `custom` whose
+free-text input is never scanned.  A whole `chat.completion` body is its
+one-frame stream: each choice's `message` read as its delta, then done.
 
 This is the hot path of the benchmark: the common continuation (an entry
 with an index and arguments only) takes the shortest way through.
@@ -110,7 +111,7 @@ class ChatDialect(Dialect):
                 if core.refusal is not None:
                     return
 
-    # -- tool-call deltas (section 3) ---------------------------------------
+    # -- tool-call deltas: normalise, resolve, apply identity, append ---------
 
     def _tool_delta(self, number: int, choice: Choice, entry: Any) -> None:
         core = self.core
@@ -257,7 +258,8 @@ class ChatDialect(Dialect):
         return (reason == "stop" and client_calls) or (reason == "tool_calls" and not client_calls)
 
     def malformed_message(self, call: Call, missing: list[str]) -> str:
-        """Name the likely fault of two real-world shapes (section 10)."""
+        """Name the likely fault of two real-world shapes: text after a closed
+        call at its index, and an id changed mid-call."""
         if call.follows is not None:
             previous, had_settled = call.follows
             if call.id is None and call.name is None and had_settled:

@@ -1,7 +1,7 @@
 """A non-streamed chat completion as the stream that would have carried it.
 
 The assembler judges streams, and the spec ignores a `message` in place of a
-`delta` (section 2), so a whole `chat.completion` body assembles as
+`delta`, so a whole `chat.completion` body assembles as
 `EMPTY_RESPONSE`.  The recording proxy passes non-streamed answers through
 too; to judge their tool calls by the same rules (ids, names, arguments that
 must be one JSON object) it records such a body as its one-chunk equivalent:

@@ -43,7 +43,7 @@ _URL_HINTS = (
 
 
 def dialect_of(payload: dict[str, Any]) -> str | None:
-    """The dialect a JSON object frame belongs to (dialects.md section 1), or
+    """The dialect a JSON object frame belongs to (by its `type`, `choices`, `candidates`, …), or
     None when it does not tell (a whole body counts: `object: "response"`,
     Anthropic's `type: "message"` with content)."""
     if "choices" in payload:

@@ -19,7 +19,7 @@ class FrameKind(StrEnum):
     ERROR = "error"
     COMMENT = "comment"
     INVALID = "invalid"
-    PING = "ping"  # data {"type":"ping"}: a keep-alive in every dialect (dialects.md section 1)
+    PING = "ping"  # data {"type":"ping"}: a keep-alive in every dialect, no effect
 
 
 class Frame:

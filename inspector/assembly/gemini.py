@@ -1,4 +1,5 @@
-"""The Google Gemini adapter (`dialects.md` section 5).
+"""The Google Gemini adapter: candidates as choices, `functionCall` parts
+(whole, or streamed as `partialArgs`), finish reasons.
 
 Each frame is a `GenerateContentResponse`; each candidate is a choice.  A
 `functionCall` part with a name is a whole call (opened and closed in its

@@ -1,4 +1,4 @@
-"""Setting a value at a Gemini `partialArgs` `jsonPath` (`dialects.md` 5).
+"""Setting a value at a Gemini `partialArgs` `jsonPath`.
 
 Only the RFC 9535 steps Vertex AI sends are read: `$`, `.name`, `['name']`
 and `[n]`.  Missing containers are created (an object for a name step, an

@@ -1,4 +1,5 @@
-"""The Anthropic Messages adapter (`dialects.md` section 4).
+"""The Anthropic Messages adapter: `message_start`, content blocks keyed by
+their index, `message_delta`, `message_stop`.
 
 A call's key is its content block `index`.  `content_block_start` of a
 `tool_use` (function) or `server_tool_use` / `mcp_tool_use` (server) block

@@ -16,7 +16,7 @@ JSONL_DONE = ("[DONE]", '"[DONE]"')
 class SSEReader:
     """Server-Sent Events: a block ends at a blank line; `data:` lines are
     joined with LF; lines starting with `:` are comments; the `event:` field
-    is kept as the frame's `event` (dialects.md section 1); other fields are
+    is kept as the frame's `event` (Responses and Messages frames are named by it); other fields are
     ignored.  A block is a frame when it has data or a comment."""
 
     def __init__(self) -> None:

@@ -1,4 +1,5 @@
-"""The OpenAI Responses adapter (`dialects.md` section 3).
+"""The OpenAI Responses adapter: items keyed by `output_index`, their deltas
+and final copies, the terminal response.
 
 A call's key is its item's `output_index` (gateways rotate item ids between
 events; both official consumers key by position).  `output_item.added`
@@ -47,7 +48,8 @@ DERIVED_DROP = ("type", "id", "call_id", "status", "output", "result")
 
 
 def call_kind(item: dict[str, Any]) -> str | None:
-    """The kind of call an output item is (section 8), or None."""
+    """The kind of call an output item is (client kinds `function`, `custom`,
+    `builtin`; any other `*_call` is `server`), or None."""
     kind = item.get("type")
     if type(kind) is not str:
         return None

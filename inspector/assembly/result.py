@@ -1,5 +1,5 @@
 """What the assembler says: calls, choices, anomalies, refusals, events, and
-the result document of the spec's section 7.
+the result document `manage.py assemble` prints.
 
 Events reference Call objects, not numbers: a call's position in the final
 `calls` list is only known at the end (calls that start later come before
@@ -14,7 +14,7 @@ from typing import Any, overload
 
 from .scanner import ArgumentScanner, TextScanner
 
-# code -> retryable by default (spec section 6)
+# code -> retryable by default (a retry may get a good answer; a refusal of what was said will not)
 RETRYABLE = {
     "MALFORMED_TOOL_CALL": True,
     "EMPTY_RESPONSE": True,
@@ -24,7 +24,7 @@ RETRYABLE = {
     "IDENTITY_CONFLICT": False,
     "INVALID_ARGUMENTS": False,
     "INVALID_FRAME": False,
-    "INCONSISTENT_CALL": True,  # dialects.md section 6
+    "INCONSISTENT_CALL": True,  # a final copy or terminal output disagrees with the deltas
     "SPLICED_STREAM": True,
 }
 REFUSAL_CODES = tuple(RETRYABLE)
@@ -38,9 +38,9 @@ ANOMALY_KINDS = (
     "missing_done",
     "data_after_done",
     "finish_mismatch",
-    "no_finish_reason",  # assembly.md section 10
+    "no_finish_reason",  # a done frame but no finish reason: how truncation looks
     "unknown_finish_reason",
-    # dialects.md section 6
+    # the dialects' own
     "event_type_mismatch",
     "event_name_missing",
     "foreign_frame",
@@ -56,7 +56,7 @@ ANOMALY_KINDS = (
     "start_input_discarded",
     "repeated_start",
 )
-KINDS = ("function", "custom", "builtin", "server")  # dialects.md section 2
+KINDS = ("function", "custom", "builtin", "server")  # who runs the call, what its input is
 DROP_REASONS = ("empty_delta", "orphan_continuation")
 
 

@@ -2,7 +2,7 @@
 dialect's own terms: JSON text (checked piece by piece), free text (custom
 tool input, built-in actions: never scanned), or Gemini `partialArgs` path
 pieces, where each fragment sets a value at a JSON path and the state worth
-showing is the arguments object so far (`dialects.md` sections 2 and 5).
+showing is the arguments object so far.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which dialect a stored capture speaks, and on what grounds.
 
-The assembler decides a stream's dialect (`dialects.md` section 1); this
+The assembler decides a stream's dialect (`assembly.dialect_of`); this
 module only writes down why, so the capture page can say it: the dialect was
 chosen by whoever stored the stream, named by a HAR entry's request URL, told
 by a frame, or assumed (no frame of any known dialect: read as chat).

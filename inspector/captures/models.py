@@ -48,7 +48,7 @@ class Capture(models.Model):
     input_format = models.CharField(max_length=16)
     stream_format = models.CharField(max_length=16)  # sse, jsonl or json-array: how `raw` reads
     # chat, responses, messages or gemini: the wire format the strict assembly
-    # read (dialects.md); `dialect_basis` says why (`dialects.py`: chosen, url,
+    # read; `dialect_basis` says why (`dialects.py`: chosen, url,
     # frames, assumed; blank for captures stored before dialects were recorded).
     dialect = models.CharField(max_length=16, default="chat", db_index=True)
     dialect_basis = models.CharField(max_length=16, blank=True)
@@ -268,7 +268,7 @@ class Call(models.Model):
     arguments = models.JSONField(null=True, blank=True)
     arguments_text = models.TextField(blank=True)
     fragment_count = models.IntegerField(default=0)
-    # dialects.md section 2: function, custom, builtin or server.
+    # function, custom, builtin or server (`inspector.assembly.result.KINDS`).
     kind = models.CharField(max_length=10, default="function")
     # Responses: the item's id; Anthropic: the content block index (`call_forms.py`).
     item_id = models.TextField(blank=True)

@@ -365,7 +365,7 @@ def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
 
 _TIMELINE_EVENTS = {"identity", "identity_ignored", "toolcall_start", "settled", "toolcall_end"}
 _CALL_ANOMALIES = {"index_reused", "index_changed", "guessed_continuation", "arguments_not_string"}
-_CALL_ANOMALIES |= {  # dialects.md section 6: the ones about one call
+_CALL_ANOMALIES |= {  # the dialects' anomalies about one call
     "item_id_changed",
     "call_id_changed",
     "item_not_done",

@@ -1,4 +1,4 @@
-"""A capture records its dialect (dialects.md), its calls their kind and
+"""A capture records its dialect, its calls their kind and
 dialect identity; every capture stored before this was read as chat
 completions, the only dialect there was, and its calls are functions."""
 

@@ -1,4 +1,4 @@
-"""A call's identity and kind in its dialect's own words (`dialects.md`):
+"""A call's identity and kind in its dialect's own words:
 Responses items have an output_index, an item id and a call_id; Anthropic
 blocks an index and a tool_use id; Gemini parts a position in their
 candidate and, sometimes, an id."""

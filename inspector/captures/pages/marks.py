@@ -1,5 +1,5 @@
-"""Each mark a frame can carry, in words: anomalies (`assembly.md` section 7,
-`dialects.md` section 6), dropped-delta reasons and refusal codes.  Shown
+"""Each mark a frame can carry, in words: anomalies (every dialect's),
+dropped-delta reasons and refusal codes.  Shown
 next to the marks on the capture page, so a reader needs no spec."""
 
 from __future__ import annotations
