@@ -90,7 +90,8 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file test DB (not :memory:) so a live server process (ChannelsLiveServerTestCase,
-    # daphne subprocess) can see rows written by tests. See toolchain.md pitfall 5.
+    # daphne subprocess) can see rows written by tests; ChannelsLiveServerTestCase refuses
+    # an in-memory database outright.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = BASE_DIR / "test_db.sqlite3"
     # SQLite has one writer at a time.  A transaction that reads before it writes (closing a
     # live capture) got "database is locked" at once, without waiting, while an upload was
