@@ -17,7 +17,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 
-from inspector.assembly import FORMATS, HAR
+from inspector.assembly import AUTO_DIALECT, DIALECTS, FORMATS, HAR
 from inspector.captures import models
 from inspector.captures.uploads import TooLarge, check_total_size
 
@@ -165,8 +165,12 @@ class IngestConsumer(AsyncWebsocketConsumer):
         if fmt not in FORMATS or fmt == HAR:
             await self._error("format is sse or jsonl")
             return
+        dialect = options.get("dialect") or AUTO_DIALECT
+        if dialect not in (*DIALECTS, AUTO_DIALECT):
+            await self._error(f"dialect is one of {', '.join((*DIALECTS, AUTO_DIALECT))}")
+            return
         title = str(options.get("title") or "ingest")
-        self.recording = SocketRecording.open(stream_format=fmt, title=title)
+        self.recording = SocketRecording.open(stream_format=fmt, title=title, dialect=dialect)
         if not await self.recording.ready():
             self.closed = True
             await self._error("the capture could not be stored")

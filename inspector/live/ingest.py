@@ -26,7 +26,7 @@ import orjson
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from inspector.assembly import JSONL, SSE
+from inspector.assembly import AUTO_DIALECT, DIALECTS, JSONL, SSE
 from inspector.captures import models
 from inspector.captures.models import capture_path
 from inspector.captures.uploads import TooLarge, check_total_size, read_capped
@@ -90,7 +90,11 @@ def open_ingest(request: HttpRequest) -> HttpResponse:
     fmt = options.get("format", SSE)
     if fmt not in (SSE, JSONL):
         raise BadRequest("format is sse or jsonl")
-    live = recorder.open_ingest(stream_format=fmt, title=str(options.get("title") or "ingest"))
+    dialect = options.get("dialect") or AUTO_DIALECT
+    if dialect not in (*DIALECTS, AUTO_DIALECT):
+        raise BadRequest(f"dialect is one of {', '.join((*DIALECTS, AUTO_DIALECT))}")
+    title = str(options.get("title") or "ingest")
+    live = recorder.open_ingest(stream_format=fmt, title=title, dialect=dialect)
     with _lock:
         _open[live.slug] = live
         _touched[live.slug] = clock()

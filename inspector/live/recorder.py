@@ -31,6 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
+from inspector.assembly import AUTO_DIALECT
 from inspector.captures import models
 from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
@@ -100,6 +101,7 @@ class Recorder:
     """
 
     source = models.Capture.Source.INGEST
+    dialect = AUTO_DIALECT  # the wire format, when the intake was told it
     # Whether the recording writes in a thread of its own (`_in_thread`).
     own_thread = False
 
@@ -165,7 +167,7 @@ class Recorder:
         with writing(), transaction.atomic():
             capture = self.open_capture()
         # The capture's clock starts when the request was sent upstream.
-        self.live = LiveCapture(capture, clock=self.clock)
+        self.live = LiveCapture(capture, clock=self.clock, dialect=self.dialect)
         self.clock.pinned = None
 
     async def ready(self) -> bool:
@@ -408,14 +410,17 @@ class SocketRecording(Recorder):
 
     own_thread = True
 
-    def __init__(self, *, stream_format: str, title: str) -> None:
+    def __init__(self, *, stream_format: str, title: str, dialect: str = AUTO_DIALECT) -> None:
         super().__init__(PinnedClock())
         self.stream_format = stream_format
         self.title = title
+        self.dialect = dialect
 
     @classmethod
-    def open(cls, *, stream_format: str, title: str) -> SocketRecording:
-        recording = cls(stream_format=stream_format, title=title)
+    def open(
+        cls, *, stream_format: str, title: str, dialect: str = AUTO_DIALECT
+    ) -> SocketRecording:
+        recording = cls(stream_format=stream_format, title=title, dialect=dialect)
         recording.start()
         return recording
 
@@ -428,11 +433,14 @@ class SocketRecording(Recorder):
 # -- HTTP ingest: one request per append (sync views) ---------------------------------------
 
 
-def open_ingest(*, stream_format: str, title: str) -> LiveCapture:
+def open_ingest(*, stream_format: str, title: str, dialect: str = AUTO_DIALECT) -> LiveCapture:
     """Open a capture that HTTP appends will feed, and tell the list."""
     with writing():
         live = LiveCapture.open(
-            stream_format=stream_format, source=models.Capture.Source.INGEST, title=title
+            stream_format=stream_format,
+            source=models.Capture.Source.INGEST,
+            title=title,
+            dialect=dialect,
         )
     broadcast.announce_sync(live.capture, "opened")
     return live

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inspector.assembly import STRICT, Call
+from inspector.assembly import AUTO_DIALECT, STRICT, Call
 from inspector.captures import models
 from inspector.captures.store import open_capture
 from inspector.captures.writer import CaptureWriter
@@ -38,8 +38,10 @@ class LiveCapture:
     `close()` once.  The storing is `captures.writer.CaptureWriter`'s (the
     same an upload uses); this adds the arrival times and the messages."""
 
-    def __init__(self, capture: models.Capture, *, clock=time.monotonic) -> None:
-        self.writer = CaptureWriter(capture)
+    def __init__(
+        self, capture: models.Capture, *, clock=time.monotonic, dialect: str = AUTO_DIALECT
+    ) -> None:
+        self.writer = CaptureWriter(capture, dialect=dialect)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict
@@ -49,8 +51,10 @@ class LiveCapture:
         self._fragments_sent: dict[int, int] = {}  # id(call) -> fragments sent
 
     @classmethod
-    def open(cls, *, stream_format: str = "sse", **meta: Any) -> LiveCapture:
-        return cls(open_capture(stream_format=stream_format, **meta))
+    def open(
+        cls, *, stream_format: str = "sse", dialect: str = AUTO_DIALECT, **meta: Any
+    ) -> LiveCapture:
+        return cls(open_capture(stream_format=stream_format, **meta), dialect=dialect)
 
     @property
     def slug(self) -> str:
