@@ -186,6 +186,23 @@ def test_one_large_upload_too_many_is_503_with_retry_after(client, settings):
 
 
 @pytest.mark.django_db
+def test_the_upload_page_takes_the_same_turns(client, settings):
+    """The upload form holds the same slots as the API: one more large upload is
+    a 503 page with Retry-After, and nothing is stored."""
+    settings.INSPECTOR_LARGE_UPLOAD_BYTES = 1000
+    settings.INSPECTOR_MAX_LARGE_UPLOADS = 1
+    large = text_stream(40)
+    form = {"text": large.decode(), "format": "sse"}
+    with large_upload_slot(len(large)):
+        busy = client.post("/upload/", form)
+        assert busy.status_code == 503 and busy["Retry-After"] == "5"
+        assert "INSPECTOR_MAX_LARGE_UPLOADS" in busy.content.decode()
+        assert models.Capture.objects.count() == 0
+    assert client.post("/upload/", form).status_code == 302
+    assert models.Capture.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_an_upload_being_stored_is_never_taken_for_a_stale_live_capture(settings):
     """An upload is live while it is stored, in steps, for as long as it takes; its
     frames have no arrival time, so the stale-capture rule would close it mid-way."""

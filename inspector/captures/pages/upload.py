@@ -17,7 +17,7 @@ from inspector.assembly import AUTO_DIALECT, UnreadableInput
 
 from ..forms import UploadForm
 from ..intake import store_upload
-from ..uploads import TooLarge, declared_size
+from ..uploads import Busy, TooLarge, declared_size, large_upload_slot
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +40,19 @@ def upload(request: HttpRequest) -> HttpResponse:
         return _upload_refused(request, form, too_large=form.too_large())
     data, name = form.payload()
     try:
-        captures = store_upload(
-            data,
-            name=name,
-            fmt=form.cleaned_data["format"],
-            title=form.cleaned_data["title"],
-            dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
-        )
+        with large_upload_slot(len(data)):
+            captures = store_upload(
+                data,
+                name=name,
+                fmt=form.cleaned_data["format"],
+                title=form.cleaned_data["title"],
+                dialect=form.cleaned_data["dialect"] or AUTO_DIALECT,
+            )
+    except Busy as error:  # as the API answers: 503, try again later
+        form.add_error(None, _sentence(str(error)))
+        response = render(request, "inspector/upload.html", {"form": form}, status=503)
+        response["Retry-After"] = str(error.retry_after)
+        return response
     except TooLarge as error:
         form.add_error(None, f"Can't read this input: {error}")
         return _upload_refused(request, form, too_large=True)
