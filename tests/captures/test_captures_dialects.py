@@ -146,3 +146,17 @@ def test_the_migration_makes_existing_captures_chat():
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_the_state_panel_names_a_call_s_place_in_its_dialect_s_terms(client):
+    from inspector.captures.store import store_stream
+    from inspector.live.fake_upstream import DEFAULT_SCENARIOS
+
+    terms = {"responses-ok": "output_index", "messages-ok": "content block"}
+    for scenario, term in terms.items():
+        data = (DEFAULT_SCENARIOS / f"{scenario}.sse").read_bytes()
+        capture = store_stream(data, stream_format="sse")
+        page = client.get(f"/c/{capture.slug}/frames/{capture.frame_count - 2}/").content.decode()
+        assert f"<dt>{term}</dt>" in page, scenario
+        assert "settled: its arguments are complete" in page

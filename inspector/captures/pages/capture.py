@@ -34,7 +34,7 @@ from .assemblies import assemblies
 from .attempts import attempts
 from .calls import CALLS_PER_PAGE, call_cards
 from .derivation import compare_links, derivation, derivatives
-from .dialect_terms import dialect_note
+from .dialect_terms import POSITION_TERMS, dialect_note
 from .disagreement import lenient_calls, policies_disagree
 from .frame_state import state_at
 from .frames import FRAMES_PER_PAGE, frame_permalink, frame_rows, frame_total, load_frames
@@ -268,6 +268,7 @@ def _focus_context(
         "focus_row": next((row for row in rows if row.focus), None),
         "states": states,
         "more_states": more_states,
+        "position_term": POSITION_TERMS.get(capture.dialect, "index"),
     }
     if focus is not None:
         context["previous_frame"] = frame_permalink(capture.slug, focus - 1) if focus else ""

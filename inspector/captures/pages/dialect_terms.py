@@ -22,6 +22,15 @@ DIALECT_WORDS = {
 }
 
 
+# What a call's place in its stream is called, by dialect (the state panel's label).
+POSITION_TERMS = {
+    "chat": "index",
+    "responses": "output_index",
+    "messages": "content block",
+    "gemini": "functionCall part",
+}
+
+
 def identity_terms(call: Any, dialect: str) -> list[tuple[str, Any]]:
     """(term, value) pairs that place a call in its stream, in the dialect's
     terms; a value of None shows as "none"."""

@@ -11,7 +11,10 @@ TIMELINE_SHOWN = 60  # identity timeline rows shown per call
 
 EVENT_LABELS = {
     "toolcall_start": ("started", "ok"),
-    "settled": ("settled: the arguments' root object closed", "ok"),
+    "settled": (
+        "settled: its arguments are complete (their JSON closed, or its closing event came)",
+        "ok",
+    ),
     "toolcall_end": ("ended: every call passed its checks", "ok"),
     "index_reused": ("index reused: a new id on an index another call holds", "warn"),
     "index_changed": (
