@@ -225,3 +225,12 @@ def daphne_process(django_db_setup, django_db_blocker, tmp_path):
             return DaphneProcess(url, procs[0], log_path)
 
         yield start
+
+
+@pytest.fixture(autouse=True)
+def _lens_results_awaited(settings):
+    """In-process requests wait for their lens runs as long as they take (as a
+    reader would reload until they are done): how busy the machine is must not
+    decide what a page shows.  The "computing…" state is exercised through
+    daphne by the browser tests."""
+    settings.INSPECTOR_LENS_WAIT_SECONDS = 60

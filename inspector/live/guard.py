@@ -30,23 +30,17 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
 
 from .proxy import (
-    CHAT_PATH,
-    MESSAGES_PATH,
-    RESPONSES_PATH,
     Outbound,
-    ProxyError,
     RecordedAnswer,
-    gemini_route,
-    prepare,
+    dialect_views,
     record_unreachable,
     record_whole,
     send_upstream,
     stream_format_of,
 )
-from .wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
+from .wire import Wire
 
 logger = logging.getLogger(__name__)
 
@@ -126,25 +120,15 @@ def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResp
     return response
 
 
-async def _guard(request: HttpRequest, upstream: str, wire: Wire, path: str, **how) -> HttpResponse:
-    if request.method != "POST":
-        return wire.method_not_allowed()
-    try:
-        out = prepare(request, upstream, path, wire, **how)
-    except ProxyError as error:
-        return error.response(wire)
+async def guarded(request: HttpRequest, out: Outbound) -> HttpResponse:
+    """Send until an attempt is accepted, a refusal can't be helped, or the
+    retries are used up.  Guard mode holds streamed answers only."""
     if not out.stream:
-        return wire.error_response(
+        return out.wire.error_response(
             "guard mode holds streamed answers: ask for a stream (use /proxy/ for other requests)",
             "guard_needs_stream",
             400,
         )
-    return await guarded(out)
-
-
-async def guarded(out: Outbound) -> HttpResponse:
-    """Send until an attempt is accepted, a refusal can't be helped, or the
-    retries are used up."""
     wire = out.wire
     allowed = retries()
     done: list[RecordedAnswer] = []
@@ -165,24 +149,5 @@ async def guarded(out: Outbound) -> HttpResponse:
     return failure(wire, done, f"{allowed} retries used")
 
 
-@csrf_exempt
-async def guard_chat(request: HttpRequest, upstream: str) -> HttpResponse:
-    return await _guard(request, upstream, CHAT_WIRE, CHAT_PATH)
-
-
-@csrf_exempt
-async def guard_responses(request: HttpRequest, upstream: str) -> HttpResponse:
-    return await _guard(request, upstream, RESPONSES_WIRE, RESPONSES_PATH)
-
-
-@csrf_exempt
-async def guard_messages(request: HttpRequest, upstream: str) -> HttpResponse:
-    return await _guard(request, upstream, MESSAGES_WIRE, MESSAGES_PATH)
-
-
-@csrf_exempt
-async def guard_gemini(
-    request: HttpRequest, upstream: str, version: str, model: str, verb: str
-) -> HttpResponse:
-    path, how = gemini_route(version, model, verb)
-    return await _guard(request, upstream, GEMINI_WIRE, path, **how)
+# `POST /guard/<upstream>/...`: the answer only once the strict assembler accepts it.
+guard_chat, guard_responses, guard_messages, guard_gemini = dialect_views(guarded, "guard")

@@ -41,7 +41,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -588,48 +588,64 @@ async def relay_and_record(request: HttpRequest, out: Outbound) -> HttpResponse:
     return relayed
 
 
-async def _proxy(request: HttpRequest, upstream: str, wire: Wire, path: str, **how) -> HttpResponse:
+def outbound_or_error(
+    request: HttpRequest, upstream: str, wire: Wire, path: str, **how: Any
+) -> Outbound | HttpResponse:
+    """What to send for a POST to one dialect's route, or the answer that
+    refuses it (another method, an unknown upstream) in that API's shape."""
     if request.method != "POST":
         return wire.method_not_allowed()
     try:
-        out = prepare(request, upstream, path, wire, **how)
+        return prepare(request, upstream, path, wire, **how)
     except ProxyError as error:
         return error.response(wire)
-    return await relay_and_record(request, out)
 
 
-@csrf_exempt
-async def proxy_chat(request: HttpRequest, upstream: str) -> HttpResponse:
-    """`POST /proxy/<upstream>/v1/chat/completions`: forward, relay, record."""
-    return await _proxy(request, upstream, CHAT_WIRE, CHAT_PATH)
+Handler = Callable[[HttpRequest, Outbound], Awaitable[HttpResponse]]
 
 
-@csrf_exempt
-async def proxy_responses(request: HttpRequest, upstream: str) -> HttpResponse:
-    """`POST /proxy/<upstream>/v1/responses` (OpenAI Responses)."""
-    return await _proxy(request, upstream, RESPONSES_WIRE, RESPONSES_PATH)
+def dialect_views(handle: Handler, mode: str) -> tuple[Callable[..., Any], ...]:
+    """The four views of one mode (`proxy`, `guard`): chat completions,
+    Responses, Messages and Gemini (whose path goes below the upstream's
+    root), each handing its `Outbound` to `handle`."""
 
+    async def serve(request: HttpRequest, upstream: str, wire: Wire, path: str, **how: Any):
+        out = outbound_or_error(request, upstream, wire, path, **how)
+        return out if isinstance(out, HttpResponse) else await handle(request, out)
 
-@csrf_exempt
-async def proxy_messages(request: HttpRequest, upstream: str) -> HttpResponse:
-    """`POST /proxy/<upstream>/v1/messages` (Anthropic Messages)."""
-    return await _proxy(request, upstream, MESSAGES_WIRE, MESSAGES_PATH)
+    @csrf_exempt
+    async def chat(request: HttpRequest, upstream: str) -> HttpResponse:
+        return await serve(request, upstream, CHAT_WIRE, CHAT_PATH)
 
+    @csrf_exempt
+    async def responses(request: HttpRequest, upstream: str) -> HttpResponse:
+        return await serve(request, upstream, RESPONSES_WIRE, RESPONSES_PATH)
 
-@csrf_exempt
-async def proxy_gemini(
-    request: HttpRequest, upstream: str, version: str, model: str, verb: str
-) -> HttpResponse:
-    """`POST /proxy/<upstream>/<v1beta|v1>/models/<model>:<streamGenerateContent|
-    generateContent>` (Google Gemini): the path goes below the upstream's root."""
-    path, how = gemini_route(version, model, verb)
-    return await _proxy(request, upstream, GEMINI_WIRE, path, **how)
+    @csrf_exempt
+    async def messages(request: HttpRequest, upstream: str) -> HttpResponse:
+        return await serve(request, upstream, MESSAGES_WIRE, MESSAGES_PATH)
+
+    @csrf_exempt
+    async def gemini(
+        request: HttpRequest, upstream: str, version: str, model: str, verb: str
+    ) -> HttpResponse:
+        path, how = gemini_route(version, model, verb)
+        return await serve(request, upstream, GEMINI_WIRE, path, **how)
+
+    for view, dialect in ((chat, "chat"), (responses, "responses"), (messages, "messages"),
+                          (gemini, "gemini")):  # fmt: skip
+        view.__name__ = view.__qualname__ = f"{mode}_{dialect}"
+    return chat, responses, messages, gemini
 
 
 def gemini_route(version: str, model: str, verb: str) -> tuple[str, dict[str, Any]]:
     """The upstream path of a Gemini call, and how to prepare it."""
     how = {"from_root": True, "model": model, "stream": verb == GEMINI_STREAM_VERB}
     return f"{version}/models/{model}:{verb}", how
+
+
+# `POST /proxy/<upstream>/...`: forward, relay as it arrives, record.
+proxy_chat, proxy_responses, proxy_messages, proxy_gemini = dialect_views(relay_and_record, "proxy")
 
 
 async def _passthrough(response: httpx.Response, source_url: str) -> AsyncIterator[bytes]:
