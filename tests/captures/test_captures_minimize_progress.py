@@ -126,7 +126,7 @@ def test_without_javascript_the_status_is_a_page_that_reloads(client):
 
     minimize_jobs.finish(JOB, "/c/derived-slug/")
     text = client.get(status_url("slug-a", JOB), HTTP_ACCEPT="text/html").content.decode()
-    assert '<meta http-equiv="refresh" content="2; url=/c/derived-slug/">' in text
+    assert '<meta http-equiv="refresh" content="3; url=/c/derived-slug/">' in text
     assert '<a href="/c/derived-slug/" data-minimize-result>' in text
 
 
