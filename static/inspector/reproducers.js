@@ -119,9 +119,15 @@
       })
       .then(function (status) {
         showStatus(form, status);
+        return status && status.state !== "running";
       })
-      .catch(function () {})
-      .then(function () {
+      .catch(function () {
+        return false;
+      })
+      .then(function (ended) {
+        if (ended) {
+          return; // the POST's answer brings the page on
+        }
         timers.push(window.setTimeout(function () {
           poll(form, url);
         }, 400));
