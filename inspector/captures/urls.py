@@ -17,6 +17,11 @@ urlpatterns = [
     path("c/<str:slug>/result.json", downloads.download_result, name="capture-result"),
     path("c/<str:slug>/lenses/", lenses.lens_page, name="capture-lenses"),
     path("c/<str:slug>/minimize", minimize.minimize_view, name="capture-minimize"),
+    path(
+        "c/<str:slug>/minimize/<str:job>",
+        minimize.minimize_status,
+        name="capture-minimize-status",
+    ),
     path("c/<str:slug>/rotate/", sharing.rotate_view, name="capture-rotate"),
     path("c/<str:slug>/regression.<str:kind>", export.export_view, name="capture-export"),
 ]

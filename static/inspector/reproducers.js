@@ -72,7 +72,68 @@
     }
   });
 
-  // --- Minimize: the time spent against the budget while the POST runs -------------------
+  // --- Minimize: its progress while the POST runs -----------------------------------------
+  // The time spent against the budget at once; then, polled from the status of the job the
+  // form names (GET <action>/<job>), candidates tried and the size against the original.
+
+  function newJobId() {
+    var bytes = new Uint8Array(12);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) {
+      return ("0" + b.toString(16)).slice(-2);
+    }).join("");
+  }
+
+  function progressText(p) {
+    return (
+      p.tests_run + " candidates tried \u00b7 " +
+      p.frames + " of " + p.original_frames + " frames \u00b7 " +
+      p.size + " of " + p.original_size + " bytes \u00b7 " +
+      Number(p.elapsed_s).toFixed(1) + " of " + p.budget_s + " s"
+    );
+  }
+
+  function showStatus(form, status) {
+    var bar = form.querySelector("[data-minimize-bar]");
+    var detail = form.querySelector("[data-minimize-detail]");
+    var p = status && status.progress;
+    if (!p) {
+      return;
+    }
+    form.dataset.progress = "reported";
+    if (bar) {
+      bar.value = p.fraction;
+    }
+    if (detail) {
+      detail.textContent = progressText(p);
+    }
+  }
+
+  function poll(form, url) {
+    if (form.dataset.state !== "running") {
+      return;
+    }
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (response) {
+        return response.ok ? response.json() : null;
+      })
+      .then(function (status) {
+        showStatus(form, status);
+        return status && status.state !== "running";
+      })
+      .catch(function () {
+        return false;
+      })
+      .then(function (ended) {
+        if (ended) {
+          return; // the POST's answer brings the page on
+        }
+        timers.push(window.setTimeout(function () {
+          poll(form, url);
+        }, 400));
+      });
+  }
+
 
   var timers = [];
 
@@ -81,6 +142,7 @@
     var progress = form.querySelector("[data-minimize-progress]");
     var hint = form.querySelector("[data-minimize-hint]");
     delete form.dataset.state;
+    delete form.dataset.progress;
     if (button) {
       button.disabled = false;
       button.textContent = "Minimize";
@@ -96,7 +158,10 @@
   // Back to this page from the history: the form is ready again.
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
-      timers.forEach(window.clearInterval);
+      timers.forEach(function (timer) {
+        window.clearInterval(timer);
+        window.clearTimeout(timer);
+      });
       timers = [];
       document.querySelectorAll("form[data-minimize]").forEach(reset);
     }
@@ -114,6 +179,11 @@
         return;
       }
       form.dataset.state = "running";
+      var job = form.querySelector("[data-minimize-job]");
+      if (job && form.dataset.status && window.crypto) {
+        job.value = newJobId();
+        poll(form, form.dataset.status + job.value);
+      }
       // Disabled after the submit has been sent, so the request still carries the form.
       window.setTimeout(function () {
         if (button) {
@@ -132,7 +202,13 @@
         if (!text) {
           return;
         }
-        if (spent < budget) {
+        var bar = form.querySelector("[data-minimize-bar]");
+        if (bar && form.dataset.progress !== "reported") {
+          bar.value = Math.min(1, spent / budget);
+        }
+        if (form.dataset.progress === "reported") {
+          text.textContent = "searching for the smallest stream that still fails the same way:";
+        } else if (spent < budget) {
           text.textContent =
             "searching for the smallest stream that still fails the same way: " +
             spent + " s of at most " + budget + " s";

@@ -67,6 +67,7 @@ def test_lens_matrix_then_minimize_then_compare(page, daphne_url, transactional_
     progress = page.locator("[data-minimize-progress]")
     expect(progress).to_be_visible()
     expect(progress).to_contain_text(re.compile(r"\d+ s of at most 30 s"))
+    expect(progress.locator("progress[data-minimize-bar]")).to_be_visible()
     expect(page.locator("[data-minimize-button]")).to_be_disabled()
     expect(page.locator("[data-minimize-button]")).to_have_text("Minimizing…")
     page.locator("#capture-head").screenshot(path=f"{output_path}/minimize_progress.png")
@@ -145,3 +146,56 @@ def test_minimize_keeping_a_lens_divergence(
         page.screenshot(path=f"{output_path}/lens_minimized_{javascript}.png", full_page=True)
     finally:
         context.close()
+
+
+def test_minimize_progress_from_the_job_status(browser, daphne_url, transactional_db, output_path):
+    """The page polls the status of the job its form names and draws the
+    minimizer's own report: candidates tried, frames and bytes against the
+    original's.  The submit is held in the page and the same form is posted
+    by the test (sharing the page's cookies), so the page stays to be seen;
+    without JavaScript the status is a page of its own, linking the result."""
+    original = refused_capture()
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.goto(daphne_url + original.get_absolute_url())
+        form = page.locator("form.minimize")
+        form.evaluate(
+            "form => form.addEventListener('submit', event => event.preventDefault(), {once: true})"
+        )
+        form.locator("button[type=submit]").click()
+        job = form.locator("[data-minimize-job]").input_value()
+        fields = form.evaluate("form => Object.fromEntries(new FormData(form))")
+        assert fields["job"] == job
+        posted = page.request.post(
+            daphne_url + f"/c/{original.slug}/minimize", form=fields, max_redirects=0
+        )
+        assert posted.status == 303
+        derived = Capture.objects.get(derived_from=original)
+        assert posted.headers["location"] == derived.get_absolute_url()
+
+        detail = page.locator("[data-minimize-detail]")
+        expect(detail).to_contain_text(
+            re.compile(
+                rf"^\d+ candidates tried · {derived.frame_count} of \d+ frames · "
+                rf"{derived.byte_size} of {original.byte_size} bytes · [\d.]+ of 30 s$"
+            )
+        )
+        bar = page.locator("[data-minimize-bar]")
+        expect(bar).to_be_visible()
+        assert 0 < float(bar.evaluate("bar => bar.value")) <= 1
+        page.locator("#capture-head").screenshot(path=f"{output_path}/minimize_job_progress.png")
+    finally:
+        context.close()
+
+    quiet = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
+    try:
+        page = quiet.new_page()
+        page.goto(daphne_url + f"/c/{original.slug}/minimize/{job}")
+        expect(page.locator("[data-minimize-detail]")).to_contain_text("candidates tried")
+        expect(page.locator("a[data-minimize-result]")).to_have_attribute(
+            "href", derived.get_absolute_url()
+        )
+        page.screenshot(path=f"{output_path}/minimize_status_no_js.png", full_page=True)
+    finally:
+        quiet.close()

@@ -27,6 +27,7 @@ from django.views.decorators.http import require_safe
 
 from inspector.assembly import LENIENT, POLICIES, STRICT
 
+from .. import minimize_jobs
 from ..models import Assembly, Capture, Frame
 from . import export as export_page
 from . import lenses as lenses_page
@@ -284,6 +285,7 @@ def _tools_context(capture: Capture, disagree: bool) -> dict[str, Any]:
     derived = derivation(capture)
     original = derived.original if derived else None
     finished = capture.outcome != Capture.Outcome.LIVE
+    refused = capture.outcome == Capture.Outcome.REFUSED
     return {
         "derivation": derived,
         "derivatives": made,
@@ -291,8 +293,9 @@ def _tools_context(capture: Capture, disagree: bool) -> dict[str, Any]:
         "export": export_page.export_links(capture) if finished else None,
         "lenses_url": reverse("capture-lenses", args=[capture.slug]) if finished else "",
         "lenses_autoload": finished and capture.byte_size <= lenses_page.LENS_AUTOLOAD_BYTES,
-        "can_minimize": capture.outcome == Capture.Outcome.REFUSED,
+        "can_minimize": refused,
         "minimize_seconds": f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}",
+        "minimize_job": minimize_jobs.new_job_id() if refused else "",
         "compare_pairs": compare_links(capture, original, made, disagree),
         "compare_with": original.slug if original is not None else "",
     }

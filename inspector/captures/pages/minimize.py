@@ -7,6 +7,16 @@ bounded by INSPECTOR_MINIMIZE_SECONDS; reproducers.js shows the time spent
 against that budget while the browser waits, then the POST redirects to the
 new capture.  A `lens=NAME` field keeps that lens's divergence instead of
 the refusal, on ok captures too.
+
+A `job=TOKEN` field (the page's hidden field; reproducers.js puts a fresh
+one there at each submit) names the run: while it runs, the minimizer's
+latest report is at `GET /c/<slug>/minimize/<job>` (`minimize_status`), JSON
+for the script's progress bar, or a page that reloads itself for people
+without JavaScript; once ended it gives the new capture's URL or the error.
+The POST itself still waits and redirects, so nothing needs the status.
+The jobs are kept in this process (`minimize_jobs`): with several server
+processes, a status request served by another process than the POST's is
+answered 404 "unknown job", as for a job that never was.
 """
 
 from __future__ import annotations
@@ -17,28 +27,59 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.db import connections
-from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
-from django.views.decorators.http import require_POST
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+)
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
 
 from inspector.assembly import UnreadableInput
 from inspector.minimize import NothingToMinimize
 from inspector.minimize.lens import LensChoiceError, check_lens_name
 
+from .. import minimize_jobs
 from ..minimizing import capture_lens_target, minimize_capture
 from ..models import Capture
 
 
-def _minimize_in_worker(capture: Capture, seconds: float, lens: str | None = None) -> Capture:
+def _minimize_in_worker(
+    capture: Capture, seconds: float, lens: str | None = None, job: str | None = None
+) -> Capture:
     """Runs in a worker thread: the search (keeping the strict refusal, or
-    the divergence of `lens`), then storing its result.  The thread's own
-    database connection is closed when done."""
+    the divergence of `lens`, reporting its progress to `job`), then storing
+    its result.  The thread's own database connection is closed when done."""
+    progress = minimize_jobs.reporter(job)
     try:
         if lens is None:
-            return minimize_capture(capture, seconds=seconds)
+            return minimize_capture(capture, seconds=seconds, progress=progress)
         target = capture_lens_target(capture, lens)
-        return minimize_capture(capture, seconds=seconds, target=target, keeps=target.description)
+        return minimize_capture(
+            capture, seconds=seconds, target=target, keeps=target.description, progress=progress
+        )
     finally:
         connections.close_all()
+
+
+async def _minimize_as_job(
+    capture: Capture, seconds: float, lens: str | None, job: str | None
+) -> Capture:
+    """`_minimize_in_worker` in its own thread, registered as `job` (when the
+    form named one) from its start to its result or error."""
+    minimize_jobs.start(job, capture.slug)
+    try:
+        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(
+            capture, seconds, lens, job
+        )
+    except Exception as error:
+        minimize_jobs.fail(job, str(error) or type(error).__name__)
+        raise
+    minimize_jobs.finish(job, derived.get_absolute_url())
+    return derived
 
 
 def _capture_to_minimize(slug: str) -> Capture:
@@ -107,9 +148,7 @@ async def minimize_view(request, slug):
     budget = float(settings.INSPECTOR_MINIMIZE_SECONDS)
     started = time.monotonic()
     try:
-        derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(
-            capture, budget, lens
-        )
+        derived = await _minimize_as_job(capture, budget, lens, request.POST.get("job"))
     except LensChoiceError as error:
         return _bad_request(str(error))
     except NothingToMinimize as error:
@@ -124,3 +163,44 @@ async def minimize_view(request, slug):
         note += " The time ran out: this stream still fails the same way but may not be minimal."
     messages.success(request, note)
     return _see_other(derived.get_absolute_url())
+
+
+def _wants_html(request: HttpRequest) -> bool:
+    """A browser navigating (no JavaScript) asks for HTML; the script asks for JSON."""
+    if request.GET.get("format") == "json":
+        return False
+    return "text/html" in request.headers.get("Accept", "")
+
+
+@require_GET
+def minimize_status(request: HttpRequest, slug: str, job: str) -> HttpResponse:
+    """The latest progress of minimize run `job` on capture `slug`: JSON
+    (`state` running/done/failed, `progress` as `Progress.to_dict()`, `result`
+    the new capture's URL, `error`), or for a browser a page that reloads
+    itself every second while the run goes on.  No query: the jobs are kept
+    in this process only (see the module docstring); unknown here is a 404."""
+    found = minimize_jobs.status(job, slug) if minimize_jobs.valid_job_id(job) else None
+    if _wants_html(request):
+        response = _status_page(request, slug, found)
+    elif found is None:
+        response = JsonResponse({"error": "unknown job"}, status=404)
+    else:
+        response = JsonResponse(found)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _status_page(request: HttpRequest, slug: str, found: dict[str, object] | None) -> HttpResponse:
+    progress = found["progress"] if found else None
+    context = {
+        "slug": slug,
+        "job": found,
+        "text": minimize_jobs.progress_text(progress),
+        "fraction": progress["fraction"] if progress else 0,
+    }
+    return render(
+        request,
+        "inspector/minimize_status.html",
+        context,
+        status=200 if found else 404,
+    )
