@@ -36,7 +36,8 @@ def test_lens_matrix_then_minimize_then_compare(page, daphne_url, transactional_
     # The matrix is loaded into its section: calls by lenses, divergences highlighted.
     section = page.locator("#lenses")
     matrix = section.locator("#lens-matrix")
-    expect(matrix).to_be_visible()
+    # The lens runs are computed in the background at the first visit: give them time.
+    expect(matrix).to_be_visible(timeout=60_000)
     expect(section).to_have_attribute("data-state", "loaded")
     heads = matrix.locator("thead th.lens-col .lens-title")
     expect(heads).to_have_text(["strict", "the OpenAI SDK", "Vercel", "LiteLLM", "LangChain"])
