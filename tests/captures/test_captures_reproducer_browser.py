@@ -114,7 +114,8 @@ def test_without_javascript_the_matrix_is_a_page_of_its_own(
         expect(page.locator("#lens-matrix")).to_have_count(0)
         page.locator("#lenses a[data-lenses-load]").click()
         expect(page).to_have_url(re.compile(r"/lenses/$"))
-        expect(page.locator("#lens-matrix td.lens-cell.diverges").first).to_be_visible()
+        diverging = page.locator("#lens-matrix td.lens-cell.diverges").first
+        expect(diverging).to_be_visible(timeout=60_000)  # the lens runs may still be running
         expect(page.locator("ol.divergences")).to_contain_text("LiteLLM would run stat_file")
         page.screenshot(path=f"{output_path}/lens_page_no_js.png", full_page=True)
     finally:
@@ -136,7 +137,7 @@ def test_minimize_keeping_a_lens_divergence(
             page.locator("#lenses a[data-lenses-load]").click()
             expect(page).to_have_url(re.compile(r"/lenses/$"))
         button = page.locator("#lens-matrix form.minimize-lens button", has_text="LiteLLM")
-        expect(button).to_be_visible()
+        expect(button).to_be_visible(timeout=60_000)  # the lens runs may still be running
         button.click()
         expect(page.locator("p.derivation")).to_contain_text(
             "keeps LiteLLM diverges: runs a call strict refuses (AMBIGUOUS_CONTINUATION)"
