@@ -80,3 +80,28 @@ def _not_allowed(request: HttpRequest, allowed: tuple[str, ...]) -> HttpResponse
     response = json_error(f"method {request.method} not allowed", 405)
     response["Allow"] = ", ".join(allowed)
     return response
+
+
+# A paged JSON list: this many rows by default, never more than the maximum.
+PER_PAGE = 50
+MAX_PER_PAGE = 200
+
+
+def page_and_size(request: HttpRequest) -> tuple[int, int]:
+    """`?page=` (from 1) and `?per_page=` (capped at MAX_PER_PAGE) of a paged
+    answer; BadRequest for anything but a whole number of at least 1."""
+    page = positive_int(request, "page", 1)
+    return page, min(positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
+
+
+def positive_int(request: HttpRequest, key: str, default: int) -> int:
+    text = request.GET.get(key)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadRequest(f"{key} must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise BadRequest(f"{key} must be 1 or more")
+    return value

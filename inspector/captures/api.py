@@ -19,7 +19,7 @@ from django.http.multipartparser import MultiPartParserError
 
 from inspector.assembly import AUTO, AUTO_DIALECT, POLICIES, STRICT, UnreadableInput
 from inspector.assembly.jsontext import dumps
-from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
+from inspector.http_json import BadRequest, json_endpoint, json_error, json_response, page_and_size
 
 from . import models
 from .forms import ApiUploadForm, CaptureFilterForm, first_error
@@ -37,8 +37,6 @@ from .uploads import (
 
 logger = logging.getLogger(__name__)
 
-PER_PAGE = 50
-MAX_PER_PAGE = 200
 
 # -- upload ------------------------------------------------------------------
 
@@ -175,19 +173,6 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
     return HttpResponse(body, content_type="application/json")
 
 
-def _positive_int(request: HttpRequest, key: str, default: int) -> int:
-    text = request.GET.get(key)
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadRequest(f"{key} must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise BadRequest(f"{key} must be 1 or more")
-    return value
-
-
 def _page_rows(
     rows: QuerySet[models.Capture], page: int, per_page: int, count: int
 ) -> list[models.Capture]:
@@ -211,8 +196,7 @@ def _list(request: HttpRequest) -> HttpResponse:
     if not filters.is_valid():
         raise BadRequest(first_error(filters))
     rows = filters.filter(models.Capture.objects.only(*models.Capture.SUMMARY_FIELDS))
-    page = _positive_int(request, "page", 1)
-    per_page = min(_positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
+    page, per_page = page_and_size(request)
     count = rows.count()
     found = _page_rows(rows, page, per_page, count)
     return json_response(

@@ -28,27 +28,11 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import STRICT
-from inspector.http_json import BadRequest, json_endpoint, json_error, json_response
+from inspector.http_json import BadRequest, json_endpoint, json_error, json_response, page_and_size
 
 from . import models
 from .lens_cache import any_pending, lens_runs
 from .lens_runs import LensRun
-
-PER_PAGE = 50
-MAX_PER_PAGE = 200
-
-
-def _positive_int(request: HttpRequest, key: str, default: int) -> int:
-    text = request.GET.get(key)
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadRequest(f"{key} must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise BadRequest(f"{key} must be 1 or more")
-    return value
 
 
 def _strict(capture: models.Capture) -> dict[str, Any]:
@@ -98,8 +82,7 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
         raise BadRequest(
             "the capture is still being recorded: the lenses read it once it ends", 409
         )
-    page = _positive_int(request, "page", 1)
-    per_page = min(_positive_int(request, "per_page", PER_PAGE), MAX_PER_PAGE)
+    page, per_page = page_and_size(request)
     start, stop = (page - 1) * per_page, page * per_page
     runs = lens_runs(capture)
     lenses, divergences, longest = {}, [], 0
