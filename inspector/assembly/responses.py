@@ -191,15 +191,25 @@ class ResponsesDialect(Dialect):
 
     # -- calls --------------------------------------------------------------
 
-    def _added(self, number: int, choice: Choice, payload: dict[str, Any]) -> None:
+    def _call_item(
+        self, payload: dict[str, Any]
+    ) -> tuple[dict[str, Any], str, int | None, Call | None] | None:
+        """An item event's call item: (item, kind, output_index, the call
+        held at that index), or None when the item is not a call."""
         item = payload.get("item")
         if type(item) is not dict:
-            return
+            return None
         kind = call_kind(item)
         if kind is None:
-            return
+            return None
         index = _index(payload)
-        call = self.by_index.get(index) if index is not None else None
+        return item, kind, index, self.by_index.get(index) if index is not None else None
+
+    def _added(self, number: int, choice: Choice, payload: dict[str, Any]) -> None:
+        found = self._call_item(payload)
+        if found is None:
+            return
+        item, kind, index, call = found
         if call is not None and call in self.provisional:
             self.provisional.discard(call)
             self._adopt(call, kind, item)
@@ -314,14 +324,10 @@ class ResponsesDialect(Dialect):
         self._final(number, choice, call, payload, text)
 
     def _item_done(self, number: int, choice: Choice, payload: dict[str, Any]) -> None:
-        item = payload.get("item")
-        if type(item) is not dict:
+        found = self._call_item(payload)
+        if found is None:
             return
-        kind = call_kind(item)
-        if kind is None:
-            return
-        index = _index(payload)
-        call = self.by_index.get(index) if index is not None else None
+        item, kind, index, call = found
         if call is None or call in self.item_done:
             call = self._open(choice, index, kind, item)  # an item never opened
         elif call in self.provisional:
