@@ -164,7 +164,7 @@ INSPECTOR_MAX_LARGE_UPLOADS = int(os.environ.get("INSPECTOR_MAX_LARGE_UPLOADS", 
 # socket closes.
 INSPECTOR_SNAPSHOT_FRAMES = int(os.environ.get("INSPECTOR_SNAPSHOT_FRAMES", 1000))
 
-# --- Live capture: the recording proxy, guard mode, attempt groups ---------------------------
+# --- Live capture: the recording proxy, guard mode, retry chains -----------------------------
 # Named upstreams the proxy forwards to: "name=base_url,name=base_url" (base URLs end in /v1).
 # `POST /proxy/<name>/v1/chat/completions` goes to `<base_url>/chat/completions`.
 INSPECTOR_UPSTREAMS = os.environ.get("INSPECTOR_UPSTREAMS", "local=http://127.0.0.1:9100/v1")
@@ -184,7 +184,7 @@ INSPECTOR_DROP_FIELDS = (
     if "INSPECTOR_DROP_FIELDS" in os.environ
     else ["user", "safety_identifier", "prompt_cache_key", "metadata", "code", "state"]
 )
-# Identical requests (model, messages, tools) within this many seconds of the group's last
+# Identical requests (model, messages, tools) within this many seconds of the chain's last
 # attempt are attempts of one logical request.
 INSPECTOR_ATTEMPT_WINDOW_SECONDS = int(os.environ.get("INSPECTOR_ATTEMPT_WINDOW_SECONDS", 600))
 # Guard mode: retries of a retryable refusal, and the first backoff (doubling each retry).

@@ -121,7 +121,8 @@ class ApiUploadForm(UploadForm):
 class CaptureFilterForm(forms.Form):
     """The capture list's filters, for the page and the API; every field is
     optional.  The refusal code's parameter is `code`; `refusal` (its older
-    name on the page) is read as `code` too, and `har_upload` as `group`."""
+    name on the page) is read as `code` too, and `group` (the HAR upload's
+    first name, which the API documents) as `har_upload`."""
 
     outcome = forms.ChoiceField(
         required=False, choices=[("", "any outcome"), *Capture.Outcome.choices]
@@ -138,8 +139,8 @@ class CaptureFilterForm(forms.Form):
     )
     model = forms.CharField(required=False, max_length=200)
     q = forms.CharField(required=False, max_length=200, label="Title contains")
-    # A HAR upload's streams (`har_upload` is read as `group` too), a retry chain's attempts.
-    group = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+    # A HAR upload's streams (`group` is read as `har_upload` too), a retry chain's attempts.
+    har_upload = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
     retry_chain = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     def __init__(self, data: Any = None, **kwargs: Any) -> None:
@@ -161,15 +162,15 @@ class CaptureFilterForm(forms.Form):
             queryset = queryset.filter(model=data["model"])
         if data["q"]:
             queryset = queryset.filter(title__icontains=data["q"])
-        if data["group"]:
-            queryset = queryset.filter(group=data["group"])
+        if data["har_upload"]:
+            queryset = queryset.filter(har_upload=data["har_upload"])
         if data["retry_chain"]:
-            queryset = queryset.filter(attempt_group=data["retry_chain"])
+            queryset = queryset.filter(retry_chain=data["retry_chain"])
         return queryset
 
 
 # Older or plainer names of the list filters, read as the field they name.
-FILTER_ALIASES = {"refusal": "code", "har_upload": "group"}
+FILTER_ALIASES = {"refusal": "code", "group": "har_upload"}
 
 
 def _with_aliases(data: Any) -> Any:

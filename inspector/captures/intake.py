@@ -91,7 +91,7 @@ def plan_upload(
     check_har_entries(_har_entry_count(data))
     streams = read_har(data)
     check_capture_count(len(streams))
-    group = secrets.token_urlsafe(12) if len(streams) > 1 else ""
+    har_upload = secrets.token_urlsafe(12) if len(streams) > 1 else ""
     return [
         PlannedStream(
             stream.body,
@@ -99,7 +99,7 @@ def plan_upload(
             HAR,
             {
                 "title": _har_title(title, stream.position, len(streams)),
-                "group": group,
+                "har_upload": har_upload,
                 "har_entry": stream.position,
                 "source_url": _public_url(stream.url),
                 "provider": _host(stream.url),

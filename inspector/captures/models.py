@@ -52,8 +52,8 @@ class Capture(models.Model):
     # frames, assumed; blank for captures stored before dialects were recorded).
     dialect = models.CharField(max_length=16, default="chat", db_index=True)
     dialect_basis = models.CharField(max_length=16, blank=True)
-    # Captures made from one upload (a HAR with several streams) share a group.
-    group = models.CharField(max_length=32, blank=True, db_index=True)
+    # Captures made from one upload (a HAR with several streams) share its `har_upload`.
+    har_upload = models.CharField(max_length=32, blank=True, db_index=True)
     har_entry = models.IntegerField(null=True, blank=True)
     source_url = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True, db_index=True)
@@ -70,15 +70,15 @@ class Capture(models.Model):
     raw = models.BinaryField()  # the stream's bytes exactly as received
     # Live capture (proxy, ingest): the request that was sent, secrets removed;
     # the upstream's name and HTTP status (also a HAR entry's response status);
-    # retries of one logical request share `attempt_group` and are numbered by
-    # `attempt` from 1.
+    # retries of one logical request share their `retry_chain` and are numbered
+    # by `attempt` from 1 (`live/attempts.py`).
     request_json = models.TextField(blank=True)
     # What of the request was forwarded but not stored as personal data
     # (INSPECTOR_DROP_FIELDS), names only: "body.user", "query.code".
     not_stored = models.JSONField(default=list, blank=True)
     upstream = models.CharField(max_length=100, blank=True)
     http_status = models.IntegerField(null=True, blank=True)
-    attempt_group = models.CharField(max_length=64, blank=True, db_index=True)
+    retry_chain = models.CharField(max_length=64, blank=True, db_index=True)
     attempt = models.IntegerField(null=True, blank=True)
     retryable = models.BooleanField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
@@ -95,9 +95,9 @@ class Capture(models.Model):
         ordering = ["-created", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["attempt_group", "attempt"],
+                fields=["retry_chain", "attempt"],
                 condition=models.Q(attempt__isnull=False),
-                name="attempt_number_unique",
+                name="retry_chain_attempt_unique",
             )
         ]
 
@@ -111,7 +111,7 @@ class Capture(models.Model):
         *SUMMARY_FIELDS,
         "dialect_basis",
         "source_url",
-        "attempt_group",
+        "retry_chain",
         "attempt",
         "retryable",
         "derived_from",
@@ -141,7 +141,7 @@ class Capture(models.Model):
             outcome=self.outcome,
             refusal_code=self.refusal_code,
             lenient_outcome=self.lenient_outcome,
-            group=self.group,
+            har_upload=self.har_upload,
             har_entry=self.har_entry,
             started_at=self.started_at.isoformat() if self.started_at else None,
             http_status=self.http_status,

@@ -39,7 +39,7 @@ class CaptureSummary(TypedDict):
     outcome: str
     refusal_code: str
     lenient_outcome: str
-    group: str
+    har_upload: str  # shared by the captures of one HAR upload; "" for a lone capture
     har_entry: int | None
     started_at: str | None
     http_status: int | None

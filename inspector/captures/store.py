@@ -62,7 +62,7 @@ def store_stream(
 
     `dialect` forces one (else `auto`); `hint` is the dialect the input names
     (a HAR entry's request URL).  `meta` are further Capture fields (title,
-    source, group, source_url, ...).
+    source, har_upload, source_url, ...).
     """
     # Assembled before the transaction opens: on SQLite (BEGIN IMMEDIATE, see settings)
     # the transaction holds the database's one write lock, for writing only.

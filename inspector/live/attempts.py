@@ -19,8 +19,8 @@ messages and tools; the window is `INSPECTOR_ATTEMPT_WINDOW_SECONDS`
 chain.  The fingerprint's first characters begin the chain's name
 (`f<24 hex>-<random>`), so no other column is needed to find it.
 
-Attempts are numbered 1, 2, 3... in each chain (the column is still called
-`attempt_group`).  `GET /api/attempts/<chain>` lists them, and
+Attempts are numbered 1, 2, 3... in each chain (a capture's `retry_chain`
+and `attempt`).  `GET /api/attempts/<chain>` lists them, and
 `GET /api/captures?retry_chain=<chain>` finds them in the list.
 """
 
@@ -44,10 +44,10 @@ from django.views.decorators.http import require_safe
 from inspector.assembly import STRICT
 from inspector.captures import models
 
-GROUP_HEADER = "X-Inspector-Group"
+CHAIN_HEADER = "X-Inspector-Group"
 # The retry count the OpenAI and Anthropic SDKs (Stainless clients) send on each try.
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
-GROUP_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+CHAIN_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 FINGERPRINT_CHARS = 24
 
 
@@ -65,15 +65,15 @@ def fingerprint(body: Any) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
-def group_from_header(value: str | None) -> str | None:
-    """The group a client named; a name that isn't URL-safe (or is too
+def chain_from_header(value: str | None) -> str | None:
+    """The retry chain a client named; a name that isn't URL-safe (or is too
     long) is replaced by a stable digest of it."""
     if value is None:
         return None
     value = value.strip()
     if not value:
         return None
-    if GROUP_NAME.match(value):
+    if CHAIN_NAME.match(value):
         return value
     return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
 
@@ -89,15 +89,15 @@ def find_chain(print_: str, *, client_retry: bool = False, now=None) -> str | No
     now = now or timezone.now()
     prefix = f"f{print_[:FINGERPRINT_CHARS]}-"
     last = (
-        models.Capture.objects.filter(attempt_group__startswith=prefix)
+        models.Capture.objects.filter(retry_chain__startswith=prefix)
         .order_by("-created", "-id")
-        .values("attempt_group", "created", "outcome", "retryable", "http_status")
+        .values("retry_chain", "created", "outcome", "retryable", "http_status")
         .first()
     )
     if last is None or last["created"] < now - window():
         return None
     if client_retry or invites_a_retry(last):
-        return last["attempt_group"]
+        return last["retry_chain"]
     return None
 
 
@@ -118,7 +118,7 @@ def client_retry(headers: Any) -> bool:
     return value.isascii() and value.isdigit() and int(value) >= 1
 
 
-def new_group(print_: str) -> str:
+def new_chain(print_: str) -> str:
     return f"f{print_[:FINGERPRINT_CHARS]}-{secrets.token_hex(6)}"
 
 
@@ -133,8 +133,8 @@ def lock_chain(chain: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [chain])
 
 
-def next_attempt(group: str) -> int:
-    latest = models.Capture.objects.filter(attempt_group=group).aggregate(n=Max("attempt"))["n"]
+def next_attempt(chain: str) -> int:
+    latest = models.Capture.objects.filter(retry_chain=chain).aggregate(n=Max("attempt"))["n"]
     return (latest or 0) + 1
 
 
@@ -142,10 +142,10 @@ def assign(header: str | None, body: Any, *, retry: bool = False) -> tuple[str, 
     """(chain, attempt number) for a new attempt (sync ORM, reads only; the
     caller inserts the capture, and the unique (chain, attempt) constraint
     settles a race for one number).  `retry`: the client says it retries."""
-    chain = group_from_header(header)
+    chain = chain_from_header(header)
     if chain is None:
         print_ = fingerprint(body)
-        chain = find_chain(print_, client_retry=retry) or new_group(print_)
+        chain = find_chain(print_, client_retry=retry) or new_chain(print_)
     lock_chain(chain)
     return chain, next_attempt(chain)
 
@@ -184,9 +184,9 @@ def attempt_summary(capture: models.Capture, strict: models.Assembly | None = No
     }
 
 
-def group_attempts(group: str) -> list[dict]:
+def chain_attempts(chain: str) -> list[dict]:
     captures = (
-        models.Capture.objects.filter(attempt_group=group)
+        models.Capture.objects.filter(retry_chain=chain)
         .defer("raw", "request_json")
         .order_by("attempt", "created", "id")
         .prefetch_related(
@@ -205,16 +205,16 @@ def group_attempts(group: str) -> list[dict]:
 
 
 @require_safe
-def attempts_view(request: HttpRequest, group: str) -> JsonResponse:
+def attempts_view(request: HttpRequest, chain: str) -> JsonResponse:
     """`GET /api/attempts/<chain>`: the retry chain's attempts, in order."""
-    attempts = group_attempts(group)
+    attempts = chain_attempts(chain)
     if not attempts:
-        return JsonResponse({"error": f"no attempts in retry chain {group!r}"}, status=404)
+        return JsonResponse({"error": f"no attempts in retry chain {chain!r}"}, status=404)
     final = attempts[-1]
     return JsonResponse(
         {
-            "retry_chain": group,
-            "group": group,  # the same chain, under its first name
+            "retry_chain": chain,
+            "group": chain,  # the same chain, under its first name
             "count": len(attempts),
             "outcome": final["outcome"],
             "attempts": attempts,

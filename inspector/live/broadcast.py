@@ -176,7 +176,7 @@ def changed_message(capture: Any, action: str, outcome: str | None = None) -> Ch
         "outcome": outcome or capture.outcome,
         "source": capture.source,
         "upstream": capture.upstream,
-        "attempt_group": capture.attempt_group or None,
+        "attempt_group": capture.retry_chain or None,
         "attempt": capture.attempt,
     }
 

@@ -17,7 +17,7 @@ also holds
 
 and `x-should-retry: false`, so the OpenAI and Anthropic SDKs don't start
 another round of their own.  Every attempt is recorded as the proxy records one, in one
-attempt group.
+retry chain.
 """
 
 from __future__ import annotations
@@ -69,18 +69,18 @@ def accepted(attempt: RecordedAnswer) -> bool:
     return attempt.outcome == "ok" and 200 <= attempt.status < 300
 
 
-async def run_attempt(out: Outbound, group: str | None) -> RecordedAnswer:
+async def run_attempt(out: Outbound, chain: str | None) -> RecordedAnswer:
     """Send once, read the whole answer into a capture."""
     started = time.monotonic()
     try:
         response = await send_upstream(out)
     except httpx.HTTPError as error:
-        return await record_unreachable(out, error, started, group=group, mode="guard")
+        return await record_unreachable(out, error, started, chain=chain, mode="guard")
     return await record_whole(
         out,
         response,
         started,
-        group=group,
+        chain=chain,
         mode="guard",
         stream_format=stream_format_of(response, out.stream, out.wire),
     )
@@ -99,24 +99,24 @@ def summary(attempt: RecordedAnswer) -> dict[str, Any]:
 
 
 def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResponse:
-    group = next((a.recording.group for a in attempts if a.recording), None)
+    chain = next((a.recording.retry_chain for a in attempts if a.recording), None)
     last = attempts[-1]
     code = (last.refusal or {}).get("code") or last.outcome
     # The client API's error shape, so its SDK shows the message; the
     # attempts ride along inside it.
     response = wire.error_response(
         f"guard: no attempt was accepted ({reason}; last refusal {code}); "
-        f"retry chain {group or 'unrecorded'}",
+        f"retry chain {chain or 'unrecorded'}",
         "guard_no_accepted_attempt",
         502,
-        retry_chain=group,
-        group=group,  # the same chain, under its first name
-        attempts_url=f"/api/attempts/{group}" if group else None,
+        retry_chain=chain,
+        group=chain,  # the same chain, under its first name
+        attempts_url=f"/api/attempts/{chain}" if chain else None,
         attempts=[summary(a) for a in attempts],
     )
     response["x-should-retry"] = "false"
-    if group:
-        response["X-Inspector-Group"] = group
+    if chain:
+        response["X-Inspector-Group"] = chain
     return response
 
 
@@ -132,14 +132,14 @@ async def guarded(request: HttpRequest, out: Outbound) -> HttpResponse:
     wire = out.wire
     allowed = retries()
     done: list[RecordedAnswer] = []
-    group: str | None = None
+    chain: str | None = None
     for number in range(allowed + 1):
         if number:
             await asyncio.sleep(backoff(number))
-        attempt = await run_attempt(out, group)
+        attempt = await run_attempt(out, chain)
         done.append(attempt)
         if attempt.recording is not None:
-            group = attempt.recording.group
+            chain = attempt.recording.retry_chain
         if accepted(attempt):
             return attempt.response()
         if not worth_retrying(attempt):

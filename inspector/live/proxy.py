@@ -208,7 +208,7 @@ def prepare(
         body=request.body,
         secrets=secrets,
         source_url=redact.redact_url(url, secrets),
-        group_header=request.headers.get(attempts.GROUP_HEADER),
+        chain_header=request.headers.get(attempts.CHAIN_HEADER),
         client_retry=attempts.client_retry(request.headers),
         not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
         wire=wire,
@@ -362,7 +362,7 @@ async def record_unreachable(
     error: Exception,
     started: float,
     *,
-    group: str | None = None,
+    chain: str | None = None,
     mode: str = "proxy",
 ) -> RecordedAnswer:
     """502 (504 for a timeout) with a JSON error in the client API's shape, recorded."""
@@ -373,7 +373,7 @@ async def record_unreachable(
     message = f"upstream {out.upstream!r} unreachable at {out.source_url}: {detail}"
     line = orjson.dumps(error_body(message, kind, upstream=out.upstream)) + b"\n"
     recording = Recording.open(
-        out, stream_format="jsonl", http_status=status, started=started, group=group, mode=mode
+        out, stream_format="jsonl", http_status=status, started=started, chain=chain, mode=mode
     )
     recording.feed(line, time.monotonic())
     done = await finish_quietly(None, recording)
@@ -421,7 +421,7 @@ async def record_whole(
     response: httpx.Response,
     started: float,
     *,
-    group: str | None = None,
+    chain: str | None = None,
     mode: str = "proxy",
     stream_format: str | None = None,
 ) -> RecordedAnswer:
@@ -441,7 +441,7 @@ async def record_whole(
             input_format=input_format,
             http_status=status,
             started=started,
-            group=group,
+            chain=chain,
             mode=mode,
         )
 

@@ -55,7 +55,7 @@ MAX_BACKLOG = 2000
 # long, and its viewers would wait for the whole burst: a read waits at most
 # this long before it is stored and published.
 MAX_WAIT_SECONDS = 0.010
-# Attempts of a group that race for one number: how often the loser retries.
+# Attempts of a retry chain that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
 
 
@@ -83,7 +83,7 @@ class StoredRequest:
     model: str = ""
     request_json: str = ""
     parsed: Any = None  # the request body with secrets removed, when it is JSON
-    group_header: str | None = None
+    chain_header: str | None = None  # the retry chain the request named
     client_retry: bool = False  # the client's own retry count says this is a retry
     not_stored: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
@@ -306,17 +306,17 @@ class Recording(Recorder):
         out: StoredRequest,
         clock: PinnedClock,
         *,
-        group: str | None,
+        chain: str | None,
         stream_format: str,
         http_status: int | None,
         mode: str,
     ) -> None:
         super().__init__(clock, secrets=out.secrets)
         self.out = out
-        # Known once the capture exists (the header's group at once).
-        self.group: str | None = group or attempts.group_from_header(out.group_header)
+        # Known once the capture exists (the chain the request named at once).
+        self.retry_chain: str | None = chain or attempts.chain_from_header(out.chain_header)
         self.attempt: int | None = None
-        self._given_group = group
+        self._given_chain = chain
         self.stream_format = stream_format
         self.input_format = stream_format  # what was received, when it wasn't the stream itself
         self.http_status = http_status
@@ -330,7 +330,7 @@ class Recording(Recorder):
         stream_format: str,
         http_status: int | None,
         started: float,
-        group: str | None = None,
+        chain: str | None = None,
         mode: str = "proxy",
         input_format: str | None = None,
     ) -> Recording:
@@ -338,7 +338,7 @@ class Recording(Recorder):
         recording = cls(
             out,
             PinnedClock(started),
-            group=group,
+            chain=chain,
             stream_format=stream_format,
             http_status=http_status,
             mode=mode,
@@ -348,12 +348,12 @@ class Recording(Recorder):
         return recording
 
     def headers(self) -> dict[str, str]:
-        """The capture's slug and page; its group and attempt number when
-        known (a streamed response goes out before they are, unless the
-        request named its group)."""
+        """The capture's slug and page; its retry chain and attempt number
+        when known (a streamed response goes out before they are, unless the
+        request named its chain)."""
         out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
-        if self.group:
-            out["X-Inspector-Group"] = self.group
+        if self.retry_chain:
+            out["X-Inspector-Group"] = self.retry_chain
         if self.attempt is not None:
             out["X-Inspector-Attempt"] = str(self.attempt)
         return out
@@ -361,8 +361,8 @@ class Recording(Recorder):
     def open_capture(self) -> models.Capture:
         """Number the attempt and create its capture.
 
-        Two requests of one group can race for a number (another process,
-        on PostgreSQL); the loser's INSERT breaks the unique (group, attempt)
+        Two requests of one retry chain can race for a number (another
+        process, on PostgreSQL); the loser's INSERT breaks the unique (chain, attempt)
         constraint, and it takes the next number."""
         for tries_left in reversed(range(NUMBERING_TRIES)):
             try:
@@ -375,12 +375,12 @@ class Recording(Recorder):
 
     def _number_and_open(self) -> models.Capture:
         out = self.out
-        if self._given_group is None:
-            group, attempt = attempts.assign(out.group_header, out.parsed, retry=out.client_retry)
+        if self._given_chain is None:
+            chain, attempt = attempts.assign(out.chain_header, out.parsed, retry=out.client_retry)
         else:
-            attempts.lock_chain(self._given_group)
-            group, attempt = self._given_group, attempts.next_attempt(self._given_group)
-        self.group, self.attempt = group, attempt
+            attempts.lock_chain(self._given_chain)
+            chain, attempt = self._given_chain, attempts.next_attempt(self._given_chain)
+        self.retry_chain, self.attempt = chain, attempt
         return open_capture(
             stream_format=self.stream_format,
             input_format=self.input_format,
@@ -394,7 +394,7 @@ class Recording(Recorder):
             request_json=out.request_json,
             not_stored=out.not_stored,
             http_status=self.http_status,
-            attempt_group=group,
+            retry_chain=chain,
             attempt=attempt,
         )
 

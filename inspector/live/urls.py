@@ -44,5 +44,5 @@ urlpatterns = [
     path("guard/<str:upstream>/v1/responses", guard.guard_responses, name="guard-responses"),
     path("guard/<str:upstream>/v1/messages", guard.guard_messages, name="guard-messages"),
     path(f"guard/<str:upstream>/{GEMINI}", guard.guard_gemini, name="guard-gemini"),
-    path("api/attempts/<str:group>", attempts.attempts_view, name="api-attempts"),
+    path("api/attempts/<str:chain>", attempts.attempts_view, name="api-attempts"),
 ]

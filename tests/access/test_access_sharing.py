@@ -61,8 +61,8 @@ def test_a_share_link_does_not_lead_to_other_captures(client, login_mode, user):
     derived = store(
         refused_stream(), title="the minimized", derived_from=original, derivation="minimized"
     )
-    first = store(refused_stream(), title="try 1", attempt_group="grp-1", attempt=1)
-    second = store(refused_stream(), title="try 2", attempt_group="grp-1", attempt=2)
+    first = store(refused_stream(), title="try 1", retry_chain="grp-1", attempt=1)
+    second = store(refused_stream(), title="try 2", retry_chain="grp-1", attempt=2)
     for shared, other in ((derived, original), (original, derived), (second, first)):
         page = client.get(shared.get_absolute_url()).content.decode()
         assert other.slug not in page, (shared.title, other.title)

@@ -211,7 +211,7 @@ def test_raw_sse_upload_answers_201_and_the_result_the_command_prints(
     assert document["refusal_code"] == ""
     assert document["lenient_outcome"] == "ok"
     assert document["source"] == "upload"
-    assert document["group"] == ""
+    assert document["har_upload"] == ""
     assert document["har_entry"] is None
     assert document["created"][:4].isdigit() and "T" in document["created"]
 
@@ -299,7 +299,7 @@ def test_har_with_two_streams_makes_two_linked_captures_and_stores_no_secret(
 
     captures = list(models.Capture.objects.order_by("har_entry"))
     assert [c.slug for c in captures] == [first["slug"], second["slug"]]
-    assert captures[0].group and captures[0].group == captures[1].group
+    assert captures[0].har_upload and captures[0].har_upload == captures[1].har_upload
     assert [c.har_entry for c in captures] == [0, 1]
     assert [bytes(c.raw) for c in captures] == [OK_SSE, CUT_SSE]
     assert captures[0].source_url == "https://api.example.com:8443/v1/chat/completions"
@@ -315,23 +315,25 @@ def test_har_with_two_streams_makes_two_linked_captures_and_stores_no_secret(
     for number, entry in enumerate((first, second)):
         got = detail(client, entry["slug"])
         assert got.json()["input_format"] == "har"
-        assert got.json()["group"] == captures[0].group
+        assert got.json()["har_upload"] == captures[0].har_upload
         printed = command_output(
             capsysbinary, tmp_path, data, "session.har", "--entry", str(number)
         )
         assert result_bytes(got) == printed
 
-    listed = client.get(URL, {"group": captures[0].group}).json()
+    listed = client.get(URL, {"har_upload": captures[0].har_upload}).json()
     assert listed["count"] == 2
+    # `group`, the filter's first name, as the README promises
+    assert client.get(URL, {"group": captures[0].har_upload}).json()["count"] == 2
 
 
-def test_har_with_one_stream_has_no_group_and_no_captures_list(client):
+def test_har_with_one_stream_has_no_har_upload_and_no_captures_list(client):
     data = har(har_entry("https://api.example.com/v1/chat/completions", OK_SSE.decode()))
     response = post_raw(client, data, content_type="application/json")
     assert response.status_code == 201
     assert "captures" not in response.json()
     capture = models.Capture.objects.get()
-    assert capture.group == ""
+    assert capture.har_upload == ""
     assert capture.har_entry == 0
     assert capture.input_format == "har"
 

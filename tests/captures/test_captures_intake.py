@@ -143,7 +143,7 @@ def test_a_har_gives_one_capture_per_event_stream():
     )
     stored = store_upload(data, name="session.har")
     assert len(stored) == 3
-    assert len({c.group for c in stored}) == 1 and stored[0].group
+    assert len({c.har_upload for c in stored}) == 1 and stored[0].har_upload
     assert [c.har_entry for c in stored] == [0, 1, 2]
     assert [c.title for c in stored] == [
         "session.har [stream 1 of 3]",
@@ -162,10 +162,10 @@ def test_a_har_gives_one_capture_per_event_stream():
 
 
 @pytest.mark.django_db
-def test_a_har_with_one_stream_keeps_its_title_and_no_group():
+def test_a_har_with_one_stream_keeps_its_title_and_no_har_upload():
     [capture] = store_upload(har(entry("https://a.example/x", SSE.decode())), title="one")
     assert capture.title == "one"
-    assert capture.group == ""
+    assert capture.har_upload == ""
     assert capture.har_entry == 0
 
 

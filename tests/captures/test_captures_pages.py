@@ -260,13 +260,19 @@ def test_a_har_with_several_streams_makes_several_captures_all_linked(client):
         reverse("upload"), {"format": "auto", "text": har(ok, refused).decode(), "title": "session"}
     )
     captures = list(models.Capture.objects.order_by("har_entry"))
-    assert len(captures) == 2 and captures[0].group == captures[1].group != ""
+    assert len(captures) == 2 and captures[0].har_upload == captures[1].har_upload != ""
     assert response.status_code == 302
+    listing = f"{reverse('capture-list')}?har_upload={captures[0].har_upload}"
+    assert response["Location"] == listing
     page = html(client.get(response["Location"]))
     assert "These captures came from one HAR upload (2 streams)" in page
     for capture in captures:
         assert f'href="{capture.get_absolute_url()}"' in page
+        assert f'href="{listing}"' in html(client.get(capture.get_absolute_url()))
     assert "session [stream 1 of 2]" in page and "session [stream 2 of 2]" in page
+    # `?group=`, the filter's first name, still lists them
+    older = html(client.get(reverse("capture-list"), {"group": captures[0].har_upload}))
+    assert "These captures came from one HAR upload (2 streams)" in older
 
 
 def test_a_har_with_one_broken_stream_stores_none_of_them(client):

@@ -1,4 +1,4 @@
-"""Attempt groups: by header, or by fingerprint within a window; the JSON view."""
+"""Retry chains: by header, or by fingerprint within a window; the JSON view."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ def body(**changes):
     return {"model": "m", "messages": MESSAGES, "tools": TOOLS, "temperature": 0.2, **changes}
 
 
-def add(group: str, attempt: int | None, data: bytes = b"data: [DONE]\n\n") -> models.Capture:
+def add(chain: str, attempt: int | None, data: bytes = b"data: [DONE]\n\n") -> models.Capture:
     return store_stream(
         data,
         stream_format="sse",
         source="proxy",
-        attempt_group=group,
+        retry_chain=chain,
         attempt=attempt,
         http_status=200,
     )
@@ -47,34 +47,34 @@ def test_fingerprint_is_canonical_and_covers_model_messages_tools():
     assert len(attempts.fingerprint(None)) == 64
 
 
-def test_group_from_header():
-    assert attempts.group_from_header("ticket-42") == "ticket-42"
-    assert attempts.group_from_header("  ") is None
-    odd = attempts.group_from_header("a/b c")
-    assert odd == attempts.group_from_header("a/b c") and odd.startswith("h")
-    assert attempts.GROUP_NAME.match(odd)
+def test_chain_from_header():
+    assert attempts.chain_from_header("ticket-42") == "ticket-42"
+    assert attempts.chain_from_header("  ") is None
+    odd = attempts.chain_from_header("a/b c")
+    assert odd == attempts.chain_from_header("a/b c") and odd.startswith("h")
+    assert attempts.CHAIN_NAME.match(odd)
 
 
 @pytest.mark.django_db
 def test_assign_by_fingerprint_within_the_window(settings):
-    group, number = attempts.assign(None, body())
-    assert number == 1 and group.startswith("f" + attempts.fingerprint(body())[:24] + "-")
-    first = add(group, number)
-    assert attempts.assign(None, body(temperature=1)) == (group, 2)
-    add(group, 2)
+    chain, number = attempts.assign(None, body())
+    assert number == 1 and chain.startswith("f" + attempts.fingerprint(body())[:24] + "-")
+    first = add(chain, number)
+    assert attempts.assign(None, body(temperature=1)) == (chain, 2)
+    add(chain, 2)
     other, n = attempts.assign(None, body(model="other"))
-    assert other != group and n == 1
-    # the group's last attempt is older than the window: a new group starts
+    assert other != chain and n == 1
+    # the chain's last attempt is older than the window: a new chain starts
     settings.INSPECTOR_ATTEMPT_WINDOW_SECONDS = 600
     old = timezone.now() - timedelta(seconds=601)
-    models.Capture.objects.filter(attempt_group=group).update(created=old)
+    models.Capture.objects.filter(retry_chain=chain).update(created=old)
     fresh, n = attempts.assign(None, body())
-    assert fresh != group and n == 1
+    assert fresh != chain and n == 1
     # the header wins over the fingerprint
     assert attempts.assign("ticket-9", body()) == ("ticket-9", 1)
     add("ticket-9", 1)
     assert attempts.assign("ticket-9", body(model="x")) == ("ticket-9", 2)
-    assert first.attempt_group == group
+    assert first.retry_chain == chain
 
 
 OK_STREAM = (
@@ -127,11 +127,11 @@ def test_the_list_filters_by_retry_chain_and_har_upload():
     add("chain-b", 1)
     listed = Client().get("/api/captures?retry_chain=chain-a").json()
     assert sorted(c["slug"] for c in listed["results"]) == sorted(
-        models.Capture.objects.filter(attempt_group="chain-a").values_list("slug", flat=True)
+        models.Capture.objects.filter(retry_chain="chain-a").values_list("slug", flat=True)
     )
-    har = store_stream(OK_STREAM, stream_format="sse", group="upload-1", har_entry=0)
-    by_alias = Client().get("/api/captures?har_upload=upload-1").json()
-    assert [c["slug"] for c in by_alias["results"]] == [har.slug]
+    har = store_stream(OK_STREAM, stream_format="sse", har_upload="upload-1", har_entry=0)
+    by_upload = Client().get("/api/captures?har_upload=upload-1").json()
+    assert [c["slug"] for c in by_upload["results"]] == [har.slug]
 
 
 @pytest.mark.django_db
@@ -158,7 +158,7 @@ def test_attempts_view():
 
 
 @pytest.mark.usefixtures("transactional_db")
-def test_sdk_retries_through_the_proxy_form_one_group(inspector_url, fake, closed_capture):
+def test_sdk_retries_through_the_proxy_form_one_chain(inspector_url, fake, closed_capture):
     client = OpenAI(
         api_key=CANARY, base_url=f"{inspector_url}/proxy/fake/v1", max_retries=0, timeout=20
     )
@@ -181,16 +181,16 @@ def test_sdk_retries_through_the_proxy_form_one_group(inspector_url, fake, close
             else None
         )
     )
-    assert len({c.attempt_group for c in captures}) == 1
+    assert len({c.retry_chain for c in captures}) == 1
     assert [c.attempt for c in captures] == [1, 2, 3]
     assert [c.outcome for c in captures] == ["refused", "refused", "ok"]
-    listing = httpx.get(f"{inspector_url}/api/attempts/{captures[0].attempt_group}", timeout=10)
+    listing = httpx.get(f"{inspector_url}/api/attempts/{captures[0].retry_chain}", timeout=10)
     assert [a["refusal_code"] for a in listing.json()["attempts"]] == [
         "INCOMPLETE_STREAM",
         "INCOMPLETE_STREAM",
         None,
     ]
-    # an explicit group
+    # an explicit chain
     response = httpx.post(
         f"{inspector_url}/proxy/fake/v1/chat/completions",
         json={"model": "ok-tool-call", "stream": True, "messages": MESSAGES},
@@ -199,18 +199,18 @@ def test_sdk_retries_through_the_proxy_form_one_group(inspector_url, fake, close
     )
     assert response.headers["x-inspector-group"] == "bug-1234"
     capture = closed_capture(response.headers["x-inspector-capture"])
-    assert capture.attempt_group == "bug-1234" and capture.attempt == 1
+    assert capture.retry_chain == "bug-1234" and capture.attempt == 1
     assert "x-inspector-group" not in fake.served("ok-tool-call")[0].headers
 
 
 @pytest.mark.django_db
-def test_one_group_never_holds_one_attempt_number_twice():
+def test_one_chain_never_holds_one_attempt_number_twice():
     add("g2", 1)
     with pytest.raises(IntegrityError), transaction.atomic():
         add("g2", 1)
-    add("", None)  # uploads: no group, no number
+    add("", None)  # uploads: no chain, no number
     add("", None)
-    assert models.Capture.objects.filter(attempt_group="g2").count() == 1
+    assert models.Capture.objects.filter(retry_chain="g2").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -220,10 +220,10 @@ def test_a_number_taken_in_the_meantime_goes_to_the_next_attempt(monkeypatch):
     add("race", 1)
     looks = []
 
-    def stale_then_true(group: str) -> int:
-        looks.append(group)
+    def stale_then_true(chain: str) -> int:
+        looks.append(chain)
         return (
-            1 if len(looks) == 1 else models.Capture.objects.filter(attempt_group=group).count() + 1
+            1 if len(looks) == 1 else models.Capture.objects.filter(retry_chain=chain).count() + 1
         )
 
     monkeypatch.setattr(attempts, "next_attempt", stale_then_true)
@@ -233,20 +233,20 @@ def test_a_number_taken_in_the_meantime_goes_to_the_next_attempt(monkeypatch):
         method="POST",
         headers=[],
         body=b"{}",
-        group_header="race",
+        chain_header="race",
     )
     recording = Recording(
-        out, PinnedClock(0.0), group="race", stream_format="sse", http_status=200, mode="proxy"
+        out, PinnedClock(0.0), chain="race", stream_format="sse", http_status=200, mode="proxy"
     )
     recording._create()
     assert looks == ["race", "race"]
     assert recording.attempt == 2
-    numbers = models.Capture.objects.filter(attempt_group="race").values_list("attempt", flat=True)
+    numbers = models.Capture.objects.filter(retry_chain="race").values_list("attempt", flat=True)
     assert sorted(numbers) == [1, 2]
 
 
 @pytest.mark.usefixtures("transactional_db")
-def test_concurrent_attempts_of_one_group_get_distinct_numbers(inspector_url, fake):
+def test_concurrent_attempts_of_one_chain_get_distinct_numbers(inspector_url, fake):
     def send(_: int) -> str:
         response = httpx.post(
             f"{inspector_url}/proxy/fake/v1/chat/completions",
@@ -271,4 +271,4 @@ def test_concurrent_attempts_of_one_group_get_distinct_numbers(inspector_url, fa
         "every capture closed",
     )
     assert sorted(c.attempt for c in captures) == list(range(1, racers + 1))
-    assert {c.attempt_group for c in captures} == {"side-by-side"}
+    assert {c.retry_chain for c in captures} == {"side-by-side"}

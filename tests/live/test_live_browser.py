@@ -202,7 +202,7 @@ def test_the_attempt_strip_walks_through_the_retries(
             stream_format="sse",
             title="weather for Paris",
             source=models.Capture.Source.PROXY,
-            attempt_group="grp-browser",
+            retry_chain="grp-browser",
             attempt=number,
         )
         for number, data in enumerate([cut, cut, ok], start=1)

@@ -201,7 +201,7 @@ def test_guard_retries_a_flaky_upstream_in_every_dialect(inspector_url, fake):
     wait_for(lambda: closed.count() == 9, what="nine closed attempts")
     chains: dict[str, list[tuple[int, str]]] = {}
     for capture in closed.order_by("attempt"):
-        chains.setdefault(capture.attempt_group, []).append((capture.attempt, capture.outcome))
+        chains.setdefault(capture.retry_chain, []).append((capture.attempt, capture.outcome))
     expected = [(1, "refused"), (2, "refused"), (3, "ok")]
     assert list(chains.values()) == [expected] * 3
 

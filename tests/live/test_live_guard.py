@@ -34,9 +34,9 @@ def test_flaky_twice_then_ok(inspector_url, fake, secret_count):
     assert json.loads(arguments)["city"] == "Zürich"
     assert [r.ended for r in fake.served("flaky-twice")] == ["cut", "cut", "complete"]
 
-    group = raw.headers["x-inspector-group"]
+    chain = raw.headers["x-inspector-group"]
     assert raw.headers["x-inspector-attempt"] == "3"
-    captures = list(models.Capture.objects.filter(attempt_group=group).order_by("attempt"))
+    captures = list(models.Capture.objects.filter(retry_chain=chain).order_by("attempt"))
     assert [c.attempt for c in captures] == [1, 2, 3]
     assert [c.outcome for c in captures] == ["refused", "refused", "ok"]
     assert [c.refusal_code for c in captures] == ["INCOMPLETE_STREAM", "INCOMPLETE_STREAM", ""]
@@ -45,7 +45,7 @@ def test_flaky_twice_then_ok(inspector_url, fake, secret_count):
     assert bytes(captures[2].raw) == fake.scenario("flaky-twice").raw
     assert models.Capture.objects.count() == 3
 
-    listing = httpx.get(f"{inspector_url}/api/attempts/{group}", timeout=10).json()
+    listing = httpx.get(f"{inspector_url}/api/attempts/{chain}", timeout=10).json()
     assert [a["attempt"] for a in listing["attempts"]] == [1, 2, 3]
     assert [a["refusal_code"] for a in listing["attempts"]] == [
         "INCOMPLETE_STREAM",
@@ -88,8 +88,8 @@ def test_retries_used_up(inspector_url, fake):
     assert {a["refusal"]["code"] for a in body["attempts"]} == {"UPSTREAM_ERROR"}
     assert {a["http_status"] for a in body["attempts"]} == {500}
     assert len(fake.served("always-500")) == 3
-    group = body["group"]
-    assert models.Capture.objects.filter(attempt_group=group).count() == 3
+    chain = body["group"]
+    assert models.Capture.objects.filter(retry_chain=chain).count() == 3
 
 
 def test_client_errors_are_not_retried(inspector_url, fake):

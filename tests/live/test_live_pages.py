@@ -125,7 +125,7 @@ def test_the_list_marks_captures_in_progress_and_loads_live_js(client):
 # --- retries as attempts -------------------------------------------------------------------
 
 
-def attempt_group(name: str, count: int) -> list[models.Capture]:
+def retry_chain(name: str, count: int) -> list[models.Capture]:
     """`count` attempts: all but the last cut off (retryable), the last ok with usage."""
     cut = (DEMO / "cut_connection.sse").read_bytes()
     usage = {"prompt_tokens": 12, "completion_tokens": 30, "total_tokens": 42}
@@ -138,7 +138,7 @@ def attempt_group(name: str, count: int) -> list[models.Capture]:
                 stream_format="sse",
                 title=f"attempt {number}",
                 source=models.Capture.Source.PROXY,
-                attempt_group=name,
+                retry_chain=name,
                 attempt=number,
             )
         )
@@ -151,9 +151,9 @@ def strip(page: str) -> str:
     return match.group(0)
 
 
-def test_the_attempt_strip_lists_the_group_in_order_with_links_refusals_and_usage(client):
-    first, second, third = attempt_group("grp-1", 3)
-    attempt_group("grp-other", 2)  # another group: not listed
+def test_the_attempt_strip_lists_the_chain_in_order_with_links_refusals_and_usage(client):
+    first, second, third = retry_chain("grp-1", 3)
+    retry_chain("grp-other", 2)  # another chain: not listed
     page = html(client.get(second.get_absolute_url()))
     shown = strip(page)
     hrefs = re.findall(r'<a href="([^"]+)"', shown)
@@ -167,13 +167,13 @@ def test_the_attempt_strip_lists_the_group_in_order_with_links_refusals_and_usag
     assert "…" not in shown
 
 
-def test_no_strip_without_an_attempt_group(client):
+def test_no_strip_without_a_retry_chain(client):
     capture = store_stream(ok_stream(), stream_format="sse")
     assert '<nav class="attempts"' not in html(client.get(capture.get_absolute_url()))
 
 
-def test_a_long_group_shows_a_bounded_window_around_this_attempt(client):
-    captures = attempt_group("grp-long", 45)
+def test_a_long_chain_shows_a_bounded_window_around_this_attempt(client):
+    captures = retry_chain("grp-long", 45)
     shown = strip(html(client.get(captures[29].get_absolute_url())))
     numbers = [int(n) for n in re.findall(r'class="attempt-n">(\d+)<', shown)]
     assert numbers == list(range(20, 40))
@@ -186,11 +186,11 @@ def queries(client, url: str) -> int:
     return len(context.captured_queries)
 
 
-def test_the_attempt_strip_costs_one_query_whatever_the_group_size(client):
+def test_the_attempt_strip_costs_one_query_whatever_the_chain_length(client):
     alone = store_stream(ok_stream(), stream_format="sse")
     baseline = queries(client, alone.get_absolute_url())
-    small = attempt_group("grp-small", 3)[-1]
-    large = attempt_group("grp-large", 30)[-1]
+    small = retry_chain("grp-small", 3)[-1]
+    large = retry_chain("grp-large", 30)[-1]
     assert queries(client, small.get_absolute_url()) == baseline + 1
     assert queries(client, large.get_absolute_url()) == baseline + 1
     assert queries(client, reverse("frame", args=[large.slug, 0])) <= 8 + 1

@@ -72,7 +72,7 @@ def test_sdk_stream_through_the_proxy_is_recorded_frame_by_frame(
     # metadata is personal data by default (INSPECTOR_DROP_FIELDS): forwarded, not stored
     assert "api_key" not in stored and "metadata" not in stored
     assert capture.not_stored == ["body.metadata"]
-    assert capture.attempt == 1 and capture.attempt_group
+    assert capture.attempt == 1 and capture.retry_chain
     strict = capture.assemblies.get(policy="strict")
     assert strict.usage == {"prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48}
     assert secret_count() == 0
@@ -182,7 +182,7 @@ def test_upstream_error_status_is_passed_through_and_recorded(inspector_url, fak
     capture = closed_capture(raised.value.response.headers["x-inspector-capture"])
     assert capture.http_status == 429 and capture.refusal_code == "UPSTREAM_ERROR"
     assert capture.stream_format == "jsonl" and capture.frame_count == 1
-    # the retry (same request, within the window) is attempt 2 of the same group
+    # the retry (same request, within the window) is attempt 2 of the same retry chain
     chunks = list(
         client.chat.completions.create(model="rate-limited-once", messages=MESSAGES, stream=True)
     )
@@ -190,7 +190,7 @@ def test_upstream_error_status_is_passed_through_and_recorded(inspector_url, fak
     second = wait_for(
         lambda: models.Capture.objects.filter(attempt=2, finished__isnull=False).first()
     )
-    assert second.attempt_group == capture.attempt_group and second.outcome == "ok"
+    assert second.retry_chain == capture.retry_chain and second.outcome == "ok"
 
 
 def test_non_streamed_request(inspector_url, fake, closed_capture):
@@ -297,7 +297,7 @@ def test_concurrent_streams_are_each_recorded_whole(inspector_url, fake, closed_
         capture = closed_capture(slug, timeout=20)
         assert capture.outcome == "ok" and capture.frame_count == 13
         assert capture.frames.count() == 13
-    assert len({c.attempt_group for c in models.Capture.objects.all()}) == 6
+    assert len({c.retry_chain for c in models.Capture.objects.all()}) == 6
 
 
 def test_other_paths_pass_through_unrecorded(inspector_url, fake):

@@ -1,5 +1,5 @@
-"""The capture page's strip of attempts: the retries of one request (an
-attempt group, `live/attempts.py`) in order, each with its outcome and usage."""
+"""The capture page's strip of attempts: the retries of one request (its
+retry chain, `live/attempts.py`) in order, each with its outcome and usage."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from inspector.assembly import STRICT
 from ..models import Assembly, Capture
 from .usage import usage_summary
 
-ATTEMPTS_SHOWN = 20  # attempts of one group shown in the capture page's strip
+ATTEMPTS_SHOWN = 20  # attempts of one retry chain shown in the capture page's strip
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Attempt:
 
 @dataclass
 class Attempts:
-    """The strip of one group's attempts; `earlier`/`later`: some were left out."""
+    """The strip of one retry chain's attempts; `earlier`/`later`: some were left out."""
 
     shown: list[Attempt]
     earlier: bool
@@ -37,14 +37,14 @@ class Attempts:
 
 
 def attempts(capture: Capture) -> Attempts | None:
-    """The attempts of the capture's group in order, with the strict usage of
+    """The attempts of the capture's retry chain in order, with the strict usage of
     each read in the same query: one query.  At most ATTEMPTS_SHOWN, around
-    this capture's attempt when a group is longer."""
-    if not capture.attempt_group:
+    this capture's attempt when a chain is longer."""
+    if not capture.retry_chain:
         return None
     usage = Assembly.objects.filter(capture=OuterRef("pk"), policy=STRICT).values("usage")[:1]
     rows = (
-        Capture.objects.filter(attempt_group=capture.attempt_group)
+        Capture.objects.filter(retry_chain=capture.retry_chain)
         .order_by("attempt", "created", "id")
         .only("slug", "attempt", "outcome", "refusal_code", "retryable")
         .annotate(strict_usage=Subquery(usage, output_field=JSONField()))

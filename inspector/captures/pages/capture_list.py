@@ -1,5 +1,5 @@
 """The capture list (`/`): the captures, newest first, paged and filtered by
-outcome, refusal code, model, text and upload group."""
+outcome, refusal code, dialect, model, text, HAR upload and retry chain."""
 
 from __future__ import annotations
 
@@ -41,6 +41,6 @@ def capture_list(request: HttpRequest) -> HttpResponse:
         "models": models,
         "query": urlencode(kept),
         "filtered": bool(kept),
-        "group": filters.cleaned_data.get("group") if valid else "",
+        "har_upload": filters.cleaned_data.get("har_upload") if valid else "",
     }
     return render(request, "inspector/capture_list.html", context, status=200 if valid else 400)

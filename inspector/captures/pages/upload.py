@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
-    """The form; posted, the stored capture's page (the list of the group when
-    the input held several streams), or the form again with why not."""
+    """The form; posted, the stored capture's page (the list of the HAR
+    upload's captures when the input held several streams), or the form again
+    with why not."""
     if request.method != "POST":
         return render(request, "inspector/upload.html", {"form": UploadForm()})
     try:
@@ -65,7 +66,9 @@ def upload(request: HttpRequest) -> HttpResponse:
         return _upload_refused(request, form)
     if len(captures) == 1:
         return redirect(captures[0])
-    return redirect(reverse("capture-list") + "?" + urlencode({"group": captures[0].group}))
+    return redirect(
+        reverse("capture-list") + "?" + urlencode({"har_upload": captures[0].har_upload})
+    )
 
 
 def _upload_refused(
