@@ -214,7 +214,6 @@ def attempts_view(request: HttpRequest, chain: str) -> JsonResponse:
     return JsonResponse(
         {
             "retry_chain": chain,
-            "group": chain,  # the same chain, under its first name
             "count": len(attempts),
             "outcome": final["outcome"],
             "attempts": attempts,

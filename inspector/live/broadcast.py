@@ -130,7 +130,7 @@ class ChangedMessage(TypedDict):
     outcome: str
     source: str
     upstream: str
-    attempt_group: str | None
+    retry_chain: str | None
     attempt: int | None
 
 
@@ -176,7 +176,7 @@ def changed_message(capture: Any, action: str, outcome: str | None = None) -> Ch
         "outcome": outcome or capture.outcome,
         "source": capture.source,
         "upstream": capture.upstream,
-        "attempt_group": capture.retry_chain or None,
+        "retry_chain": capture.retry_chain or None,
         "attempt": capture.attempt,
     }
 

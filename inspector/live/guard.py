@@ -12,7 +12,8 @@ When no attempt is accepted the client gets 502 with an error in its API's
 own shape (`wire.py`: OpenAI, Anthropic or Google), whose `error` object
 also holds
 
-    "group": "...",
+    "retry_chain": "...",
+    "attempts_url": "/api/attempts/<chain>",
     "attempts": [{"attempt", "slug", "url", "outcome", "http_status", "refusal": {...}}]
 
 and `x-should-retry: false`, so the OpenAI and Anthropic SDKs don't start
@@ -110,7 +111,6 @@ def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResp
         "guard_no_accepted_attempt",
         502,
         retry_chain=chain,
-        group=chain,  # the same chain, under its first name
         attempts_url=f"/api/attempts/{chain}" if chain else None,
         attempts=[summary(a) for a in attempts],
     )

@@ -88,7 +88,8 @@ def test_retries_used_up(inspector_url, fake):
     assert {a["refusal"]["code"] for a in body["attempts"]} == {"UPSTREAM_ERROR"}
     assert {a["http_status"] for a in body["attempts"]} == {500}
     assert len(fake.served("always-500")) == 3
-    chain = body["group"]
+    chain = body["retry_chain"]
+    assert body["attempts_url"] == f"/api/attempts/{chain}" and "group" not in body
     assert models.Capture.objects.filter(retry_chain=chain).count() == 3
 
 

@@ -377,6 +377,7 @@ async def test_publishes_batches_and_list_changes(settings, fake, monkeypatch):
         changes = [m for g, m in sent if g == LIST_GROUP]
         assert [m["action"] for m in changes] == ["opened", "closed"]
         assert all(m["type"] == "captures.changed" and m["slug"] == slug for m in changes)
+        assert all(m["retry_chain"] and m["attempt"] == 1 for m in changes)
         received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in range(2)]
         assert [m["action"] for m in received] == ["opened", "closed"]
     finally:
