@@ -4,8 +4,8 @@ A *retry* sends a request again because the last answer failed; a *re-run*
 sends it again after a success, on purpose (a benchmark, a second sample),
 and starts a chain of its own.  So a request joins a chain when
 
-* it names the chain with the `X-Inspector-Group` header (guard mode names
-  its own), or
+* it names the chain with the `X-Inspector-Retry-Chain` header (its first
+  name, `X-Inspector-Group`, is read too; guard mode names its own), or
 * it carries the client's own retry count (`x-stainless-retry-count` ≥ 1,
   sent by the OpenAI and Anthropic SDKs) and a chain with its fingerprint
   is within the window, or
@@ -44,7 +44,9 @@ from django.views.decorators.http import require_safe
 from inspector.assembly import STRICT
 from inspector.captures import models
 
-CHAIN_HEADER = "X-Inspector-Group"
+CHAIN_HEADER = "X-Inspector-Retry-Chain"
+# The request header's first name, which the README documented: still read.
+OLD_CHAIN_HEADER = "X-Inspector-Group"
 # The retry count the OpenAI and Anthropic SDKs (Stainless clients) send on each try.
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 CHAIN_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -63,6 +65,12 @@ def fingerprint(body: Any) -> str:
         text = json.dumps(subject, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         text = text.encode()
     return hashlib.sha256(text).hexdigest()
+
+
+def named_chain(headers: Any) -> str | None:
+    """The header's value naming the request's retry chain, under either name."""
+    value = headers.get(CHAIN_HEADER)
+    return headers.get(OLD_CHAIN_HEADER) if value is None else value
 
 
 def chain_from_header(value: str | None) -> str | None:

@@ -32,6 +32,7 @@ import httpx
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from .attempts import CHAIN_HEADER
 from .proxy import (
     Outbound,
     RecordedAnswer,
@@ -116,7 +117,7 @@ def failure(wire: Wire, attempts: list[RecordedAnswer], reason: str) -> JsonResp
     )
     response["x-should-retry"] = "false"
     if chain:
-        response["X-Inspector-Group"] = chain
+        response[CHAIN_HEADER] = chain
     return response
 
 

@@ -208,7 +208,7 @@ def prepare(
         body=request.body,
         secrets=secrets,
         source_url=redact.redact_url(url, secrets),
-        chain_header=request.headers.get(attempts.CHAIN_HEADER),
+        chain_header=attempts.named_chain(request.headers),
         client_retry=attempts.client_retry(request.headers),
         not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
         wire=wire,

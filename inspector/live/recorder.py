@@ -353,7 +353,7 @@ class Recording(Recorder):
         request named its chain)."""
         out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
         if self.retry_chain:
-            out["X-Inspector-Group"] = self.retry_chain
+            out[attempts.CHAIN_HEADER] = self.retry_chain
         if self.attempt is not None:
             out["X-Inspector-Attempt"] = str(self.attempt)
         return out

@@ -47,6 +47,13 @@ def test_fingerprint_is_canonical_and_covers_model_messages_tools():
     assert len(attempts.fingerprint(None)) == 64
 
 
+def test_a_request_names_its_chain_under_either_header_name():
+    assert attempts.named_chain({"X-Inspector-Retry-Chain": "a"}) == "a"
+    assert attempts.named_chain({"X-Inspector-Group": "b"}) == "b"  # its documented first name
+    assert attempts.named_chain({"X-Inspector-Retry-Chain": "a", "X-Inspector-Group": "b"}) == "a"
+    assert attempts.named_chain({}) is None
+
+
 def test_chain_from_header():
     assert attempts.chain_from_header("ticket-42") == "ticket-42"
     assert attempts.chain_from_header("  ") is None
@@ -194,13 +201,13 @@ def test_sdk_retries_through_the_proxy_form_one_chain(inspector_url, fake, close
     response = httpx.post(
         f"{inspector_url}/proxy/fake/v1/chat/completions",
         json={"model": "ok-tool-call", "stream": True, "messages": MESSAGES},
-        headers={"X-Inspector-Group": "bug-1234"},
+        headers={"X-Inspector-Retry-Chain": "bug-1234"},
         timeout=20,
     )
-    assert response.headers["x-inspector-group"] == "bug-1234"
+    assert response.headers["x-inspector-retry-chain"] == "bug-1234"
     capture = closed_capture(response.headers["x-inspector-capture"])
     assert capture.retry_chain == "bug-1234" and capture.attempt == 1
-    assert "x-inspector-group" not in fake.served("ok-tool-call")[0].headers
+    assert "x-inspector-retry-chain" not in fake.served("ok-tool-call")[0].headers
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from inspector.live.upstreams import parse_upstreams, upstream_url, upstreams
 def test_secret_headers():
     for name in ("Authorization", "api-key", "X-Api-Key", "Cookie", "x-goog-api-key"):
         assert redact.is_secret_header(name), name
-    for name in ("Content-Type", "OpenAI-Organization", "User-Agent", "X-Inspector-Group"):
+    for name in ("Content-Type", "OpenAI-Organization", "User-Agent", "X-Inspector-Retry-Chain"):
         assert not redact.is_secret_header(name), name
 
 
