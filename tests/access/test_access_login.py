@@ -29,7 +29,7 @@ GUARDED_PAGES = ["/", "/upload/", "/compare/", "/compare/?a=x&b=y", "/?outcome=r
 MACHINE = [
     ("get", "/api/captures"),
     ("post", "/api/captures"),
-    ("get", "/api/attempts/some-group"),
+    ("get", "/api/attempts/some-chain"),
     ("post", "/api/ingest"),
     ("post", "/api/ingest/abc/append"),
     ("post", "/api/ingest/abc/close"),

@@ -33,7 +33,7 @@ NUL_PATHS = [
     ("POST", "/api/ingest/\x00/append"),
     ("POST", "/api/ingest/\x00/close"),
 ]
-NUL_QUERIES = ["/?q=%00", "/?model=%00", "/?group=a%00b", "/api/captures?q=%00", "/?code=%00"]
+NUL_QUERIES = ["/?q=%00", "/?model=%00", "/?har_upload=a%00b", "/api/captures?q=%00", "/?code=%00"]
 
 
 @pytest.mark.django_db(transaction=True)

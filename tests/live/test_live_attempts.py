@@ -258,7 +258,7 @@ def test_concurrent_attempts_of_one_chain_get_distinct_numbers(inspector_url, fa
         response = httpx.post(
             f"{inspector_url}/proxy/fake/v1/chat/completions",
             json={"model": "ok-tool-call", "stream": True, "messages": MESSAGES},
-            headers={"X-Inspector-Group": "side-by-side"},
+            headers={"X-Inspector-Retry-Chain": "side-by-side"},
             timeout=30,
         )
         assert response.status_code == 200
