@@ -6,7 +6,7 @@ websocket, as they all find a capture by its slug.
 Who may rotate is decided by `inspector.access` (a share-link visitor who is
 not logged in gets 403); the form carries Django's CSRF token.  A capture
 still being recorded keeps its slug until it ends: its recorder publishes to
-the old address's group and stores under it.
+the old address's channel-layer group and stores under it.
 """
 
 from __future__ import annotations
