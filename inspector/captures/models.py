@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from inspector.assembly import LENIENT
 
+from .dialects import DIALECT_LABELS
 from .records import CaptureSummary, RefusalRecord
 
 
@@ -123,6 +124,11 @@ class Capture(models.Model):
 
     def get_absolute_url(self) -> str:
         return capture_path(self.slug)
+
+    @property
+    def dialect_label(self) -> str:
+        """The dialect as a sentence names it ("Anthropic Messages")."""
+        return DIALECT_LABELS.get(self.dialect, self.dialect)
 
     def summary(self) -> CaptureSummary:
         """Its metadata as the API lists it (read with SUMMARY_FIELDS)."""
