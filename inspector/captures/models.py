@@ -225,6 +225,9 @@ class Assembly(models.Model):
     # The result document exactly as `manage.py assemble` prints it (text, so
     # key order survives PostgreSQL's jsonb).
     result_json = models.TextField()
+    # The strict assembly's timeline picture data (`timeline_data.summarize`);
+    # null for the lenient one and for captures stored before timelines.
+    timeline = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
