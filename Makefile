@@ -19,7 +19,7 @@ venv .venv: $(STAMP)
 # Reinstall only when pyproject.toml changes (or the venv is new).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV)
-	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install -e ".[dev,lenses]"
 	@touch $(STAMP)
 
 run: $(STAMP)

@@ -145,7 +145,7 @@ def lens_document(data: bytes, name: str | None, options: dict[str, Any]) -> dic
     frames, result = read_frames_and_result(
         body, fmt, policy=options.get("policy") or STRICT, chunk_bytes=options.get("chunk_bytes")
     )
-    lens = run_lens(lens_name, frames)
+    lens = run_lens(lens_name, frames, dialect=result.dialect)
     document = lens.to_dict()
     document["divergences"] = divergences(lens, result)
     return document

@@ -39,7 +39,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from inspector.assembly import STRICT
-from inspector.lenses import LENSES, LensResult
+from inspector.lenses import LENSES, LensResult, lenses_for
 from inspector.lenses.matrix import matrix, request_tools
 from inspector.lenses.runner import bounded_run, run_one
 
@@ -68,7 +68,7 @@ def any_pending(runs: dict[str, LensRun]) -> bool:
 def stored_runs(capture: Capture) -> dict[str, LensRun]:
     """The capture's runs by lens, in the matrix's order."""
     rows = {run.lens: run for run in LensRun.objects.filter(capture=capture)}
-    return {name: rows[name] for name in LENSES if name in rows}
+    return {name: rows[name] for name in lenses_for(capture.dialect) if name in rows}
 
 
 def lens_runs(capture: Capture) -> dict[str, LensRun]:
@@ -97,7 +97,8 @@ def _claim_stale(capture: Capture, rows: dict[str, LensRun]) -> list[LensRun]:
     """Claim the runs to (re)compute: missing, of another version, or abandoned."""
     now = timezone.now()
     claimed = []
-    for name, lens in LENSES.items():
+    for name in lenses_for(capture.dialect):
+        lens = LENSES[name]
         version = lens.current_version()
         run = rows.get(name)
         if run is None:
@@ -262,10 +263,11 @@ def current_runs(slug: str) -> tuple[Capture, dict[str, LensRun], dict[str, Any]
         .annotate(strict_json=Subquery(strict.values("result_json")[:1]))
     )
     runs = {run.lens: run for run in rows}
-    if set(runs) != set(LENSES) or any_pending(runs):
+    names = lenses_for(rows[0].capture.dialect) if rows else []
+    if not names or set(runs) != set(names) or any_pending(runs):
         return None
     if any(run.version != LENSES[name].current_version() for name, run in runs.items()):
         return None
     strict_json = rows[0].strict_json
-    ordered = {name: runs[name] for name in LENSES}
+    ordered = {name: runs[name] for name in names}
     return rows[0].capture, ordered, orjson.loads(strict_json) if strict_json else None

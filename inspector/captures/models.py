@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from inspector.assembly import LENIENT
 
+from .dialects import DIALECT_LABELS
 from .records import CaptureSummary, RefusalRecord
 
 
@@ -124,6 +125,11 @@ class Capture(models.Model):
     def get_absolute_url(self) -> str:
         return capture_path(self.slug)
 
+    @property
+    def dialect_label(self) -> str:
+        """The dialect as a sentence names it ("Anthropic Messages")."""
+        return DIALECT_LABELS.get(self.dialect, self.dialect)
+
     def summary(self) -> CaptureSummary:
         """Its metadata as the API lists it (read with SUMMARY_FIELDS)."""
         return CaptureSummary(
@@ -219,6 +225,9 @@ class Assembly(models.Model):
     # The result document exactly as `manage.py assemble` prints it (text, so
     # key order survives PostgreSQL's jsonb).
     result_json = models.TextField()
+    # The strict assembly's timeline picture data (`timeline_data.summarize`);
+    # null for the lenient one and for captures stored before timelines.
+    timeline = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

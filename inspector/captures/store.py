@@ -36,6 +36,7 @@ from inspector.assembly.jsontext import dumps
 from . import models
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
+from .timeline_data import frame_marks, summarize
 from .writes import writing
 
 BATCH = 2000
@@ -248,15 +249,7 @@ def _frame_marks(result: Result) -> tuple[dict[int, list[int]], dict[int, list[s
     for call in result.calls:
         for number in call.frames:
             touched[number].append(call.position)
-    marks: dict[int, list[str]] = defaultdict(list)
-    for drop in result.dropped:
-        marks[drop["frame"]].append(drop["reason"])
-    for anomaly in result.anomalies:
-        if anomaly.frame is not None:
-            marks[anomaly.frame].append(anomaly.kind)
-    if result.refusal is not None and result.refusal.frame is not None:
-        marks[result.refusal.frame].append(result.refusal.code)
-    return touched, marks
+    return touched, frame_marks(result)
 
 
 def _store_frames(
@@ -305,6 +298,7 @@ def _store_assembly(
         usage=_json(result.usage),
         text=_text(document["text"]),
         result_json=dumps(document).decode(),
+        timeline=summarize(result) if policy == STRICT else None,
     )
     timelines = _timelines(document)
     calls = models.Call.objects.bulk_create(

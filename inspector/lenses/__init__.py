@@ -6,11 +6,17 @@ very frames our reader produced.
     results = run_all(frames)                 # {"openai": LensResult, ...}
     compare.divergences(results["litellm"], strict)
 
-- `openai`: the OpenAI Python SDK itself (`ChatCompletionStreamState`), when
-  it is installed (the optional extra `lenses`); else unavailable.
+- `openai`: the OpenAI Python SDK itself (`ChatCompletionStreamState` on chat
+  streams, `responses.stream` on Responses streams), `anthropic` (the
+  Anthropic SDK's `messages.stream`) and `google-genai` (the Google Gen AI
+  SDK's `generate_content_stream`), when installed (the optional extra
+  `lenses`); else unavailable.
 - `vercel`, `litellm`, `langchain`: small re-implementations of the
-  documented rules of those libraries, each naming the upstream file and
-  version it follows.
+  documented rules of those libraries on chat streams, each naming the
+  upstream file and version it follows.
+
+Each lens reads the dialects its library reads (`Lens.dialects`);
+`lenses_for(dialect)` names a dialect's matrix columns.
 
 Pure Python: nothing here imports Django.
 """
@@ -23,13 +29,26 @@ from typing import Any
 from inspector import assembly
 from inspector.assembly import STRICT, Frame, Result
 
-from . import langchain, litellm, openai_sdk, vercel
+from . import anthropic_sdk, google_genai, langchain, litellm, openai_sdk, vercel
 from .base import Lens, LensCall, LensResult
 
 # Every lens by name, in the order the matrix shows them.
 LENSES: dict[str, Lens] = {
-    lens.name: lens for lens in (openai_sdk.LENS, vercel.LENS, litellm.LENS, langchain.LENS)
+    lens.name: lens
+    for lens in (
+        openai_sdk.LENS,
+        anthropic_sdk.LENS,
+        google_genai.LENS,
+        vercel.LENS,
+        litellm.LENS,
+        langchain.LENS,
+    )
 }
+
+
+def lenses_for(dialect: str) -> list[str]:
+    """The names of the lenses that read `dialect`, in the matrix's order."""
+    return [name for name, lens in LENSES.items() if dialect in lens.dialects]
 
 
 def title(name: str) -> str:
@@ -39,19 +58,36 @@ def title(name: str) -> str:
 
 
 def run_lens(
-    name: str, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    name: str,
+    frames: Iterable[Frame],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    dialect: str = "chat",
 ) -> LensResult:
-    """One lens's result; KeyError for an unknown name.  `tools` (the
-    request's tool definitions, when known) only matter to the OpenAI SDK,
-    which parses the arguments of `strict` tools itself."""
-    return LENSES[name].run(list(frames), tools=tools)
+    """One lens's result on a stream of `dialect`; KeyError for an unknown
+    name.  `tools` (the request's tool definitions, when known) only matter
+    to the OpenAI SDK, which parses the arguments of `strict` tools itself."""
+    lens = LENSES[name]
+    if dialect not in lens.dialects:
+        return lens.new_result(
+            available=False,
+            calls_from=None,
+            notes=[f"{lens.title} does not read {dialect} streams"],
+        )
+    return lens.run(list(frames), tools=tools, dialect=dialect)
 
 
 def run_all(
-    frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+    frames: Iterable[Frame],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    dialect: str = "chat",
 ) -> dict[str, LensResult]:
+    """Every lens of `dialect` on the frames, by name."""
     frames = list(frames)
-    return {name: run_lens(name, frames, tools=tools) for name in LENSES}
+    return {
+        name: run_lens(name, frames, tools=tools, dialect=dialect) for name in lenses_for(dialect)
+    }
 
 
 def read_frames_and_result(
@@ -69,6 +105,7 @@ __all__ = [
     "Lens",
     "LensCall",
     "LensResult",
+    "lenses_for",
     "read_frames_and_result",
     "run_all",
     "run_lens",

@@ -148,6 +148,10 @@ class Lens:
     title: str = ""
     library: str = ""
     version: str = ""
+    # The dialects whose streams the library reads (its column in their matrix).
+    dialects: tuple[str, ...] = ("chat",)
+    # False for a port of the library's rules (it cannot run here): "emulated".
+    runs_library: bool = False
 
     def available(self) -> bool:
         """Whether the library can run here (a re-implementation always can)."""
@@ -159,14 +163,26 @@ class Lens:
         return self.version
 
     def run(
-        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+        self,
+        frames: Iterable[Frame],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        dialect: str = "chat",
     ) -> LensResult:
+        """What the library makes of `frames`, a stream of `dialect` (one of
+        `dialects`)."""
         raise NotImplementedError
 
     def new_result(self, **fields: Any) -> LensResult:
         """An empty answer of this lens, naming its library and version."""
         fields.setdefault("version", self.version)
         return LensResult(lens=self.name, library=self.library, **fields)
+
+    def unavailable(self, why: str) -> LensResult:
+        """The answer of a lens whose library cannot run here."""
+        return self.new_result(
+            version="not installed", available=False, calls_from=None, notes=[why]
+        )
 
 
 class LensError(Exception):

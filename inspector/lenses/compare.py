@@ -16,8 +16,10 @@ call of it), `lens_call` the position in the lens's `calls`.
 Calls are paired by id first, then by position.  When the assembler is ok,
 every difference in id, name or arguments is one divergence (arguments are
 compared parsed when both parse, so `""` and `"{}"` agree); a call one side
-lacks is one too.  When it refused, nothing it holds would run: every call
-the lens would hand over and that parses is a divergence.  A lens that would
+lacks is one too, except a server or built-in call the lens reports none of
+(the platform ran it; libraries hand it over as a result).  When it refused,
+nothing it holds would run: every call the lens would hand over and that
+parses is a divergence.  A lens that would
 raise where the assembler is ok diverges once, for the whole stream; when
 both fail, they agree.
 
@@ -202,7 +204,7 @@ def divergences(lens: LensResult, strict: Any) -> list[Divergence]:
         held = strict_calls[strict_pos]
         out.extend(_pair(lens, who, held, strict_pos, call, lens_pos))
     for strict_pos, held in enumerate(strict_calls):
-        if strict_pos not in matched:
+        if strict_pos not in matched and not _ran_by_platform(held, delivered):
             out.append(
                 _entry(
                     lens.lens,
@@ -213,6 +215,14 @@ def divergences(lens: LensResult, strict: Any) -> list[Divergence]:
                 )
             )
     return out
+
+
+def _ran_by_platform(held: dict[str, Any], delivered: list[LensCall]) -> bool:
+    """A server or built-in call (a web search the platform ran) that the
+    lens reports no call of its kind for: a client library hands such items
+    over as results, not as calls to run, so leaving it out drops nothing."""
+    kind = held.get("kind")
+    return kind in ("server", "builtin") and all(call.kind != kind for call in delivered)
 
 
 def _pair(

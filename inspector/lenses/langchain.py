@@ -399,7 +399,11 @@ class LangChainLens(Lens):
     version = "_merge.py @0448fad2 (#35281); langchain_openai base.py @00539b50; ai.py @0026dff2"
 
     def run(
-        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+        self,
+        frames: Iterable[Frame],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        dialect: str = "chat",
     ) -> LensResult:
         return run(frames)  # the library hands arguments on as text: `tools` don't matter
 

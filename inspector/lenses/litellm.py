@@ -176,7 +176,11 @@ class LiteLLMLens(Lens):
     version = "streaming_chunk_builder_utils.py @47fdbd55"
 
     def run(
-        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+        self,
+        frames: Iterable[Frame],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        dialect: str = "chat",
     ) -> LensResult:
         return run(frames)  # the library hands arguments on as text: `tools` don't matter
 

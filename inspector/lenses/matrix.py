@@ -68,7 +68,7 @@ def capture_lenses(capture: Any) -> tuple[Result, dict[str, LensResult]]:
     body = bytes(capture.raw or b"")
     frames, strict = read_frames_and_result(body, capture.stream_format)
     tools = request_tools(getattr(capture, "request_json", None))
-    return strict, run_all(frames, tools=tools)
+    return strict, run_all(frames, tools=tools, dialect=strict.dialect)
 
 
 def lens_matrix(capture: Any) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def build_matrix(
     body: bytes, fmt: str, *, tools: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     frames, strict = read_frames_and_result(body, fmt)
-    return matrix(strict, run_all(frames, tools=tools))
+    return matrix(strict, run_all(frames, tools=tools, dialect=strict.dialect))
 
 
 def _strict_cell(call: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +187,7 @@ def _lens_column(name: str, result: LensResult) -> dict[str, Any]:
     return {
         "key": name,
         "title": title(name),
+        "emulated": name in LENSES and not LENSES[name].runs_library,
         "library": result.library,
         "version": result.version,
         "available": result.available,

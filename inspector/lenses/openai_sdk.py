@@ -1,5 +1,8 @@
 """The OpenAI Python SDK, run for real.
 
+On chat streams, below.  On Responses streams the lens calls
+`responses.stream(...)` instead (`openai_responses.py`).
+
 Follows openai-python's `src/openai/lib/streaming/chat/_completions.py`
 (`ChatCompletionStreamState`, `ChatCompletionStream.__stream__`) and
 `src/openai/_streaming.py` (`Stream.__stream__`) of whatever version is
@@ -44,6 +47,7 @@ from typing import Any
 
 from inspector.assembly import Frame
 
+from . import openai_responses
 from .base import (
     DELIVERED,
     SNAPSHOT,
@@ -191,6 +195,8 @@ class OpenAISdkLens(Lens):
     title = "the OpenAI SDK"
     library = "openai-python"
     version = "the installed openai"
+    dialects = ("chat", "responses")
+    runs_library = True
 
     def available(self) -> bool:
         try:
@@ -206,9 +212,27 @@ class OpenAISdkLens(Lens):
             return "not installed"
 
     def run(
-        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+        self,
+        frames: Iterable[Frame],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        dialect: str = "chat",
     ) -> LensResult:
+        if dialect == "responses":
+            return _run_responses(frames, tools)
         return run(frames, tools=tools)
+
+
+def _run_responses(frames: Iterable[Frame], tools: list[dict[str, Any]] | None) -> LensResult:
+    try:
+        import httpx2
+        import openai
+    except ImportError as error:
+        return LENS.unavailable(f"the OpenAI SDK is not installed ({error}); {EXTRA_HINT}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = LENS.new_result(version=openai.__version__)
+        return openai_responses.run(openai, httpx2, frames, result, tools)
 
 
 LENS = OpenAISdkLens()

@@ -45,7 +45,7 @@ def run_one(name: str, body: bytes, fmt: str, tools: list[dict[str, Any]] | None
     """The lens's result and its divergences from strict, here and now."""
     started = time.perf_counter()
     frames, strict = read_frames_and_result(body, fmt)
-    result = run_lens(name, frames, tools=tools)
+    result = run_lens(name, frames, tools=tools, dialect=strict.dialect)
     return {
         "status": DONE,
         "result": result.to_dict(),

@@ -404,7 +404,11 @@ class VercelLens(Lens):
     version = "streaming-tool-call-tracker.ts @ed857f50 (2026-08-22); openai-compatible @03955ee6"
 
     def run(
-        self, frames: Iterable[Frame], *, tools: list[dict[str, Any]] | None = None
+        self,
+        frames: Iterable[Frame],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        dialect: str = "chat",
     ) -> LensResult:
         return run(frames)  # the library hands arguments on as text: `tools` don't matter
 

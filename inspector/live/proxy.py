@@ -212,6 +212,7 @@ def prepare(
         client_retry=attempts.client_retry(request.headers),
         not_stored=[f"query.{name}" for name in redact.dropped_query_names(query)],
         wire=wire,
+        dialect=wire.dialect,
     )
     _read_request_body(out)
     if model is not None:

@@ -32,7 +32,7 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
 from inspector.assembly import AUTO_DIALECT
-from inspector.captures import models
+from inspector.captures import dialects, models
 from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
 
@@ -87,6 +87,9 @@ class StoredRequest:
     client_retry: bool = False  # the client's own retry count says this is a retry
     not_stored: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
+    # The API the request's route speaks: its capture is read in that dialect
+    # from the first frame (basis "url"), not assumed chat until a frame tells.
+    dialect: str | None = None
 
 
 class Recorder:
@@ -102,6 +105,7 @@ class Recorder:
 
     source = models.Capture.Source.INGEST
     dialect = AUTO_DIALECT  # the wire format, when the intake was told it
+    hint: str | None = None  # the dialect the request's route names
     # Whether the recording writes in a thread of its own (`_in_thread`).
     own_thread = False
 
@@ -166,8 +170,11 @@ class Recorder:
     def _create(self) -> None:
         with writing(), transaction.atomic():
             capture = self.open_capture()
+            if self.hint:
+                capture.dialect, capture.dialect_basis = self.hint, dialects.URL
+                capture.save(update_fields=["dialect", "dialect_basis"])
         # The capture's clock starts when the request was sent upstream.
-        self.live = LiveCapture(capture, clock=self.clock, dialect=self.dialect)
+        self.live = LiveCapture(capture, clock=self.clock, dialect=self.dialect, hint=self.hint)
         self.clock.pinned = None
 
     async def ready(self) -> bool:
@@ -313,6 +320,7 @@ class Recording(Recorder):
     ) -> None:
         super().__init__(clock, secrets=out.secrets)
         self.out = out
+        self.hint = out.dialect
         # Known once the capture exists (the chain the request named at once).
         self.retry_chain: str | None = chain or attempts.chain_from_header(out.chain_header)
         self.attempt: int | None = None

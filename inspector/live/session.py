@@ -39,9 +39,14 @@ class LiveCapture:
     same an upload uses); this adds the arrival times and the messages."""
 
     def __init__(
-        self, capture: models.Capture, *, clock=time.monotonic, dialect: str = AUTO_DIALECT
+        self,
+        capture: models.Capture,
+        *,
+        clock=time.monotonic,
+        dialect: str = AUTO_DIALECT,
+        hint: str | None = None,
     ) -> None:
-        self.writer = CaptureWriter(capture, dialect=dialect)
+        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict

@@ -211,7 +211,7 @@ def signature(
 ) -> tuple[LensResult, LensSignature]:
     """(the lens's result, its signature) on the stream `data` (sse or jsonl)."""
     frames, strict = read_frames_and_result(data, fmt)
-    result = run_lens(name, frames, tools=tools)
+    result = run_lens(name, frames, tools=tools, dialect=strict.dialect)
     refused = refusal_signature(data, fmt) if strict.refusal is not None else None
     return result, labels(result, strict, describe(refused) if refused else "")
 

@@ -18,7 +18,7 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 # demo file, a term its call cards show, a frame to open, the frame's event or type
 DEMOS = {
-    "responses": ("responses_parallel_calls_ok.sse", "item id fc_demo_hotel", 13),
+    "responses": ("responses_parallel_calls_ok.sse", "item id fc_demo_hotel", 16),
     "messages": ("messages_parallel_calls_ok.sse", "tool_use id toolu_01Hotel", 22),
     "gemini": ("gemini_parallel_calls_ok.sse", "functionCall part 1 of candidate 0", 3),
 }

@@ -161,7 +161,11 @@ def test_the_form_posts_with_its_csrf_token():
 @pytest.mark.parametrize(
     ("data", "lens", "message"),
     [
-        (REUSED_INDEX, "nope", "unknown lens 'nope': use one of openai, vercel, litellm"),
+        (
+            REUSED_INDEX,
+            "nope",
+            "unknown lens 'nope': use one of openai, anthropic, google-genai, vercel",
+        ),
         (REUSED_INDEX, "vercel", "Vercel agrees with strict on this stream"),
         (OK, "litellm", "LiteLLM agrees with strict on this stream"),
     ],

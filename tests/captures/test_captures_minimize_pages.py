@@ -167,7 +167,7 @@ def test_titles_stay_text(client):
         assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in page
 
 
-PAGE_QUERIES = 8  # as in test_captures_pages: the derivation is joined in
+PAGE_QUERIES = 11  # as in test_captures_pages: the derivation is joined in
 
 
 def test_pages_of_original_and_derived_stay_within_the_bound(client, django_assert_max_num_queries):

@@ -472,7 +472,8 @@ def test_unknown_capture_is_404(client):
 
 # --- large captures ----------------------------------------------------------------------
 
-PAGE_QUERIES = 8  # capture, assemblies, frames, calls, fragments, lenient calls, state (2)
+PAGE_QUERIES = 11  # capture, assemblies, frames, calls, fragments, lenient calls, state (2),
+# the timeline (its calls, fragment buckets, marked frames)
 
 
 @pytest.mark.parametrize("fragments", [3, 5000])

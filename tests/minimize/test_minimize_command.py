@@ -152,7 +152,10 @@ def test_lens_on_a_refused_stream_keeps_the_refusal_too(refused):
     ("lens", "reason"),
     [
         ("vercel", "Vercel agrees with strict on this stream: no divergence to keep"),
-        ("nope", "unknown lens 'nope': use one of openai, vercel, litellm, langchain"),
+        (
+            "nope",
+            "unknown lens 'nope': use one of openai, anthropic, google-genai, vercel, litellm",
+        ),
     ],
 )
 def test_lens_without_a_divergence_or_unknown_exits_2(merged, lens, reason):

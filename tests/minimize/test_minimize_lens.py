@@ -131,7 +131,9 @@ def test_a_lens_that_agrees_is_nothing_to_minimize():
 
 
 def test_an_unknown_lens():
-    with pytest.raises(UnknownLens, match="unknown lens 'nope': use one of openai, vercel"):
+    with pytest.raises(
+        UnknownLens, match="unknown lens 'nope': use one of openai, anthropic, google-genai, vercel"
+    ):
         lens_target("nope", sse(*REUSED_INDEX), "sse")
 
 

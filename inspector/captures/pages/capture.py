@@ -41,6 +41,7 @@ from .frame_state import state_at
 from .frames import FRAMES_PER_PAGE, frame_permalink, frame_rows, frame_total, load_frames
 from .marks import marks_explained
 from .paging import Pager, page_holding, pager, pager_links, query_int
+from .timeline_picture import timeline_picture
 from .usage import usage_items
 
 # What the capture page reads of the capture it was derived from (joined in).
@@ -122,6 +123,7 @@ def render_capture(request: HttpRequest, capture: Capture, focus: int | None) ->
         **_calls_context(request, capture, strict, calls_pager, focus, links),
         **_focus_context(capture, strict, focus, touched, rows, total, links),
         **_tools_context(capture, disagree),
+        "timeline": "" if live else timeline_picture(capture, strict, calls_pager.total),
     }
     return render(request, "inspector/capture.html", context)
 

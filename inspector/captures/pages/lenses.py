@@ -102,6 +102,7 @@ class LensColumn:
     calls_from: str | None
     gates_on_parse: bool
     diverges: bool
+    emulated: bool = False  # a port of the library's rules, not the library
     refs: list[int] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     status: str = "done"  # its run's status (LensRun.Status)
@@ -149,6 +150,7 @@ def _lens_column(column: dict[str, Any], divergences: list[Divergence]) -> LensC
         calls_from=column.get("calls_from"),
         gates_on_parse=bool(column.get("gates_on_parse")),
         diverges=column["diverges"],
+        emulated=bool(column.get("emulated")),
         refs=_refs(column),
         messages=_messages(column, divergences),
         status=column.get("status") or "done",
