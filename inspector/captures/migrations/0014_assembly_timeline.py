@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0010_lens_results'),
+        ("captures", "0011_capture_har_upload_retry_chain"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='assembly',
-            name='timeline',
+            model_name="assembly",
+            name="timeline",
             field=models.JSONField(blank=True, null=True),
         ),
     ]
