@@ -126,3 +126,14 @@ def test_the_page_reads_one_query_for_a_stored_timeline(client, django_assert_nu
     with django_assert_num_queries(1):
         picture = timeline_picture(capture, strict, 2)
     assert "#1 get_time" in picture
+
+
+@pytest.mark.parametrize(
+    ("last", "ticks"),
+    [(0, [0]), (4, [0, 1, 2, 3, 4]), (7, [0, 2, 4, 6]), (999, [0, 200, 400, 600, 800]),
+     (100_005, [0, 50_000, 100_000])],
+)  # fmt: skip
+def test_the_axis_has_round_frame_numbers(last, ticks):
+    from inspector.captures.pages.timeline_picture import nice_ticks
+
+    assert nice_ticks(last) == ticks
