@@ -19,7 +19,7 @@ XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
 
 
 def svg(page: str) -> str:
-    match = re.search(r'<svg class="timeline".*?</svg>', page, re.S)
+    match = re.search(r'<svg class="tl-picture".*?</svg>', page, re.S)
     assert match, "no timeline"
     return match.group(0)
 
@@ -99,7 +99,7 @@ def test_a_live_capture_has_no_picture_yet(client):
 
     live = LiveCapture.open(stream_format="sse", title="in progress")
     live.append(sse(chunk(tool(0, "c", "read", '{"a":'))))
-    assert 'class="timeline"' not in html(client.get(reverse("capture", args=[live.slug])))
+    assert 'class="tl-picture"' not in html(client.get(reverse("capture", args=[live.slug])))
 
 
 def test_a_capture_stored_before_timelines_is_counted_from_the_database(client):

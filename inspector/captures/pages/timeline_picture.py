@@ -170,7 +170,7 @@ def _link(picture: Picture, frame: int, title: str, shape: str) -> str:
 def draw(picture: Picture) -> str:
     height = TOP + LANE_HEIGHT * max(len(picture.lanes), 1) + 22
     parts = [
-        f'<svg class="timeline" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="tl-picture" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="Timeline of {len(picture.lanes)} calls over {picture.total} frames" '
         'preserveAspectRatio="xMinYMin meet">'
     ]
