@@ -19,7 +19,7 @@ XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
 
 
 def svg(page: str) -> str:
-    match = re.search(r'<svg class="timeline".*?</svg>', page, re.S)
+    match = re.search(r'<svg class="tl-picture".*?</svg>', page, re.S)
     assert match, "no timeline"
     return match.group(0)
 
@@ -99,7 +99,7 @@ def test_a_live_capture_has_no_picture_yet(client):
 
     live = LiveCapture.open(stream_format="sse", title="in progress")
     live.append(sse(chunk(tool(0, "c", "read", '{"a":'))))
-    assert 'class="timeline"' not in html(client.get(reverse("capture", args=[live.slug])))
+    assert 'class="tl-picture"' not in html(client.get(reverse("capture", args=[live.slug])))
 
 
 def test_a_capture_stored_before_timelines_is_counted_from_the_database(client):
@@ -126,3 +126,14 @@ def test_the_page_reads_one_query_for_a_stored_timeline(client, django_assert_nu
     with django_assert_num_queries(1):
         picture = timeline_picture(capture, strict, 2)
     assert "#1 get_time" in picture
+
+
+@pytest.mark.parametrize(
+    ("last", "ticks"),
+    [(0, [0]), (4, [0, 1, 2, 3, 4]), (7, [0, 2, 4, 6]), (999, [0, 200, 400, 600, 800]),
+     (100_005, [0, 50_000, 100_000])],
+)  # fmt: skip
+def test_the_axis_has_round_frame_numbers(last, ticks):
+    from inspector.captures.pages.timeline_picture import nice_ticks
+
+    assert nice_ticks(last) == ticks

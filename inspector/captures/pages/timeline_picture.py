@@ -170,7 +170,7 @@ def _link(picture: Picture, frame: int, title: str, shape: str) -> str:
 def draw(picture: Picture) -> str:
     height = TOP + LANE_HEIGHT * max(len(picture.lanes), 1) + 22
     parts = [
-        f'<svg class="timeline" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="tl-picture" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="Timeline of {len(picture.lanes)} calls over {picture.total} frames" '
         'preserveAspectRatio="xMinYMin meet">'
     ]
@@ -191,19 +191,23 @@ def _text(css: str, x: float, y: float, text: str, anchor: str = "start") -> str
     return f'<text class="{css}" x="{x}" y="{y}" text-anchor="{anchor}">{escape(text)}</text>'
 
 
+def nice_ticks(last: int, most: int = 5) -> list[int]:
+    """Round frame numbers for the axis: multiples of the smallest 1, 2 or 5
+    x 10^k step that gives at most `most` ticks from 0 to `last`."""
+    steps = (unit * 10**power for power in range(13) for unit in (1, 2, 5))
+    step = next(step for step in steps if last // step < most)
+    return list(range(0, max(last, 0) + 1, step))
+
+
 def _axis(picture: Picture, height: int) -> list[str]:
     bottom = height - 16
     out = [f'<line class="tl-axis" x1="{LEFT}" y1="{bottom}" x2="{RIGHT}" y2="{bottom}"/>']
-    last = picture.total - 1
-    for step in range(5):
-        frame = round(last * step / 4)
+    for frame in nice_ticks(picture.total - 1):
         x = _x(frame, picture.total)
         out.append(
-            f'<text class="tl-tick" x="{x}" y="{height - 3}" text-anchor="middle">{frame}</text>'
+            _text("tl-tick", x, height - 3, str(frame), "end" if x > RIGHT - 30 else "middle")
         )
-    out.append(
-        f'<text class="tl-tick" x="{LEFT - 6}" y="{height - 3}" text-anchor="end">frame</text>'
-    )
+    out.append(_text("tl-tick", LEFT - 6, height - 3, "frame", "end"))
     out.append('<text class="tl-label" x="4" y="14">marks</text>')
     return out
 
