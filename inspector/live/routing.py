@@ -1,6 +1,7 @@
 """Websocket URL routes, mounted by inspector.asgi."""
 
-from django.urls import path
+from channels.security.websocket import WebsocketDenier
+from django.urls import path, re_path
 
 from .consumers import CaptureConsumer, CaptureListConsumer, IngestConsumer
 
@@ -8,4 +9,5 @@ websocket_urlpatterns = [
     path("ws/captures/", CaptureListConsumer.as_asgi()),
     path("ws/captures/<str:slug>/", CaptureConsumer.as_asgi()),
     path("ws/ingest/", IngestConsumer.as_asgi()),
+    re_path(r"", WebsocketDenier.as_asgi()),  # any other path: refused, not a router error
 ]

@@ -178,3 +178,16 @@ def test_share_links_answer_head():
         head, get = Client().head(path), Client().get(path)
         assert head.status_code == get.status_code == 200, path
         assert head.content == b"" and head["Content-Type"] == get["Content-Type"]
+
+
+# -- the attack run (bench/attack.py): an unknown websocket path --------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["/ws/no-such-socket/", "/ws/", "/ws/captures/a/b/"])
+async def test_an_unknown_websocket_path_is_refused_not_an_error(path):
+    """The URL router raised for a path it has no route for: daphne logged an ERROR with
+    its traceback and answered the handshake 500."""
+    socket = WebsocketCommunicator(application, path)
+    connected, _ = await socket.connect(timeout=5)
+    assert not connected
