@@ -59,8 +59,108 @@
     );
   });
 
-  document.querySelectorAll("button.copy-link[hidden]").forEach(function (button) {
-    button.hidden = false;
+  // "copy JSON": the text of an element on the page (a call's final
+  // arguments), or of a URL (a result document).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button.copy-json");
+    if (!button) {
+      return;
+    }
+    var text = button.dataset.copyFrom
+      ? Promise.resolve(document.getElementById(button.dataset.copyFrom).textContent)
+      : fetch(button.dataset.copyUrl, { credentials: "same-origin" }).then(function (answer) {
+          return answer.text();
+        });
+    text
+      .then(function (value) {
+        button.dataset.copied = value;
+        return copy(value);
+      })
+      .then(
+        function () {
+          show(button, "copied", "copied");
+        },
+        function () {
+          show(button, "copy failed", "failed");
+        }
+      );
+  });
+
+  document.querySelectorAll("button.copy-link[hidden], button.copy-json[hidden], [data-kbd-hint][hidden]").forEach(function (node) {
+    node.hidden = false;
+  });
+
+  // Keyboard: j/k next/previous frame, n/p next/previous anomaly or refusal,
+  // c copy the focused frame's permalink, ? this help.
+  var MARKED = ".is-anomaly, .is-refusal, .is-dropped";
+
+  function frameRows() {
+    return Array.prototype.slice.call(document.querySelectorAll("#frames-body tr[id^='f-']"));
+  }
+
+  function currentRow(rows) {
+    var chosen = document.querySelector("#frames-body tr.is-kbd") ||
+      document.querySelector("#frames-body tr[data-focus]");
+    return rows.indexOf(chosen);
+  }
+
+  function choose(row) {
+    document.querySelectorAll("#frames-body tr.is-kbd").forEach(function (other) {
+      other.classList.remove("is-kbd");
+    });
+    row.classList.add("is-kbd");
+    row.scrollIntoView({ block: "center" });
+    window.history.replaceState(null, "", "#" + row.id);
+  }
+
+  function step(direction, onlyMarked) {
+    var rows = frameRows();
+    var at = currentRow(rows);
+    for (var i = at + direction; i >= 0 && i < rows.length; i += direction) {
+      if (!onlyMarked || rows[i].matches(MARKED)) {
+        choose(rows[i]);
+        return;
+      }
+    }
+  }
+
+  function toggleHelp(show) {
+    var help = document.getElementById("kbd-help");
+    if (help) {
+      help.hidden = show === undefined ? !help.hidden : !show;
+    }
+  }
+
+  var KEYS = {
+    j: function () { step(1, false); },
+    k: function () { step(-1, false); },
+    n: function () { step(1, true); },
+    p: function () { step(-1, true); },
+    c: function () {
+      var rows = frameRows();
+      var row = rows[currentRow(rows)];
+      var button = row && row.querySelector("button.copy-link");
+      if (button) {
+        button.click();
+      }
+    },
+    "?": function () { toggleHelp(); },
+    Escape: function () { toggleHelp(false); },
+  };
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey || !frameRows().length) {
+      return;
+    }
+    if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
+      return;
+    }
+    var action = KEYS[event.key];
+    if (action) {
+      event.preventDefault();
+      action();
+    }
   });
 
   // A permalink opened without its #f-<n> fragment still lands on its frame.
