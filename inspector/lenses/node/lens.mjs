@@ -17,21 +17,31 @@
 // object (zod's `z.looseObject({})`, as a tool's `z.object` would be): a call
 // is then invalid only when its input is not a JSON object.
 
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { streamText, tool, wrapLanguageModel } from 'ai';
 import { z } from 'zod';
 
 const BASE_URL = 'http://lens.invalid';
 const KEY = 'lens';
 
+// Each dialect's model, made as its users make it; only that provider is
+// imported (importing all four costs a busy machine a few hundred ms).
 const MODELS = {
-  chat: (fetch) => createOpenAICompatible({ name: 'lens', baseURL: BASE_URL, fetch }).chatModel('lens'),
-  responses: (fetch) => createOpenAI({ apiKey: KEY, baseURL: BASE_URL, fetch }).responses('lens'),
-  messages: (fetch) => createAnthropic({ apiKey: KEY, baseURL: BASE_URL, fetch }).messages('lens'),
-  gemini: (fetch) => createGoogleGenerativeAI({ apiKey: KEY, baseURL: BASE_URL, fetch })('lens'),
+  async chat(fetch) {
+    const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+    return createOpenAICompatible({ name: 'lens', baseURL: BASE_URL, fetch }).chatModel('lens');
+  },
+  async responses(fetch) {
+    const { createOpenAI } = await import('@ai-sdk/openai');
+    return createOpenAI({ apiKey: KEY, baseURL: BASE_URL, fetch }).responses('lens');
+  },
+  async messages(fetch) {
+    const { createAnthropic } = await import('@ai-sdk/anthropic');
+    return createAnthropic({ apiKey: KEY, baseURL: BASE_URL, fetch }).messages('lens');
+  },
+  async gemini(fetch) {
+    const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
+    return createGoogleGenerativeAI({ apiKey: KEY, baseURL: BASE_URL, fetch })('lens');
+  },
 };
 
 function serving(body) {
@@ -74,7 +84,7 @@ function describe(error) {
 
 async function step(job, tools) {
   const providerCalls = [];
-  const model = tapping(MODELS[job.dialect](serving(job.body)), providerCalls);
+  const model = tapping(await MODELS[job.dialect](serving(job.body)), providerCalls);
   const result = streamText({ model, prompt: 'lens', tools, maxRetries: 0, onError: () => {} });
   const parts = [];
   let thrown = null;
@@ -121,7 +131,7 @@ async function main() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
   const job = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  if (!(job.dialect in MODELS)) throw new Error(`no provider for the dialect ${job.dialect}`);
+  if (!Object.hasOwn(MODELS, job.dialect)) throw new Error(`no provider for the dialect ${job.dialect}`);
   const first = await step(job, {});
   const tools = offered(first.parts);
   const last = Object.keys(tools).length ? await step(job, tools) : first;
