@@ -35,7 +35,7 @@ LENS_DIR = Path(__file__).with_name("node")
 SECONDS = 60.0
 HEAP_MB = 256
 INSTALL_HINT = (
-    "install Node.js (20 or later) and run `make`, or `npm ci --prefix inspector/lenses/node`"
+    "install Node.js (18 or later) and run `make`, or `npm ci --prefix inspector/lenses/node`"
 )
 # Flags that shrink what node reserves, when this node knows them.
 LEAN_FLAGS = ("--disable-wasm-trap-handler",)

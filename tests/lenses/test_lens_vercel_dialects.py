@@ -291,3 +291,16 @@ def test_node_runs_with_a_heap_cap_and_only_the_lean_flags_it_knows():
     command = runtime.command(node, runtime.LENS_DIR / "lens.mjs")
     assert command[1] == f"--max-old-space-size={runtime.HEAP_MB}"
     assert set(runtime.lean_flags(node)) <= set(runtime.LEAN_FLAGS)
+
+
+@needs_node
+def test_the_lens_runs_inside_the_runners_address_space_limit():
+    # node reserves far more than it uses; the runner's child caps the address
+    # space, node inherits the cap, and still has to fit (default 1024 MB).
+    from lens_streams import OK
+
+    from inspector.lenses.runner import bounded_run
+
+    answer = bounded_run("vercel", OK, "sse", seconds=60, memory_mb=768)
+    assert answer["status"] == "done", answer
+    assert [call["id"] for call in answer["result"]["calls"]] == ["call_A"]

@@ -127,6 +127,15 @@ function answer({ parts, providerCalls, thrown }) {
   return { calls, errors, thrown, finish, provider_calls: providerCalls.length };
 }
 
+// Node's fetch (undici) compiles its HTTP parser to WebAssembly when `Response`
+// is first used; no request is ever made here, and under a tight address-space
+// limit (the lens runner's) that compile fails after the fact.  Only that
+// failure is passed over; any other unhandled rejection still ends the run.
+process.on('unhandledRejection', (reason) => {
+  const parser = reason instanceof Error && String(reason.stack).includes('lazyllhttp');
+  if (!parser) throw reason;
+});
+
 async function main() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
