@@ -4,6 +4,9 @@ SHELL := /bin/bash
 
 VENV   := .venv
 STAMP  := $(VENV)/.installed
+# The Vercel lens's npm packages (inspector/lenses/node/package-lock.json).
+NODE_DIR   := inspector/lenses/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 PY     := $(VENV)/bin/python
 PYTHON_BOOTSTRAP := $(shell command -v python3.11 2>/dev/null || command -v python3)
 
@@ -14,7 +17,7 @@ export DJANGO_SETTINGS_MODULE := inspector.settings
 
 .PHONY: venv .venv run test clean
 
-venv .venv: $(STAMP)
+venv .venv: $(STAMP) $(NODE_STAMP)
 
 # Reinstall only when pyproject.toml changes (or the venv is new).
 $(STAMP): pyproject.toml
@@ -22,13 +25,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -e ".[dev,lenses]"
 	@touch $(STAMP)
 
-run: $(STAMP)
+# `npm ci` when Node is here (again when the lockfile changes); without Node the
+# Vercel lens says "unavailable" and how to install it, and this is tried again.
+$(NODE_STAMP): $(NODE_DIR)/package-lock.json
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix $(NODE_DIR) --no-audit --no-fund && touch $(NODE_STAMP); \
+	else \
+		echo "note: no node/npm here: the Vercel lens stays unavailable until Node.js is installed"; \
+	fi
+
+run: $(STAMP) $(NODE_STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py recover_live --force
 	$(PY) manage.py load_demo
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) inspector.asgi:application
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	@set -u; status=0; \
 	echo "==> ruff check . && ruff format --check ."; \
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . || status=1; \

@@ -11,9 +11,12 @@ very frames our reader produced.
   Anthropic SDK's `messages.stream`) and `google-genai` (the Google Gen AI
   SDK's `generate_content_stream`), when installed (the optional extra
   `lenses`); else unavailable.
-- `vercel`, `litellm`, `langchain`: small re-implementations of the
-  documented rules of those libraries on chat streams, each naming the
-  upstream file and version it follows.
+- `vercel`: the Vercel AI SDK (`ai` and the dialect's provider) run in Node
+  on every dialect (`vercel.py`, `node/`), when Node and the pinned npm
+  packages are installed (`make`); else unavailable.
+- `litellm`, `langchain`: small re-implementations of the documented rules
+  of those libraries on chat streams, each naming the upstream file and
+  version it follows.
 
 Each lens reads the dialects its library reads (`Lens.dialects`);
 `lenses_for(dialect)` names a dialect's matrix columns.

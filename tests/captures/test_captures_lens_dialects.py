@@ -1,6 +1,6 @@
 """The lens matrix of a Responses, Messages or Gemini capture: the columns
-of the SDKs that read that dialect, run for real, and stored like any other
-lens run."""
+of the SDKs that read that dialect (the dialect's own SDK and the Vercel AI
+SDK), run for real, and stored like any other lens run."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ pytest.importorskip("google.genai")
 # dialect: (the SDK column titles, the refused demo's first divergence)
 EXPECTED = {
     "responses": (
-        ["strict", "the OpenAI SDK"],
+        ["strict", "the OpenAI SDK", "Vercel"],
         "strict refuses INCONSISTENT_CALL; the OpenAI SDK would run search_hotels with "
         '{"city":"Lisbon","nights":4}',
     ),
     "messages": (
-        ["strict", "the Anthropic SDK"],
+        ["strict", "the Anthropic SDK", "Vercel"],
         "strict refuses INCONSISTENT_CALL; the Anthropic SDK would run book_table with",
     ),
-    "gemini": (["strict", "the Google Gen AI SDK"], None),
+    "gemini": (["strict", "the Google Gen AI SDK", "Vercel"], None),
 }
 
 
@@ -43,12 +43,13 @@ def test_a_dialects_matrix_has_its_sdk_columns_only(client, dialect):
     )
     page = html(client.get(reverse("capture-lenses", args=[ok.slug])))
     assert re.findall(r'<span class="lens-title">([^<]*)</span>', page) == titles
-    assert "Vercel" not in page and "LiteLLM" not in page
+    assert "LiteLLM" not in page and "LangChain" not in page
     lens = {"responses": "openai", "messages": "anthropic", "gemini": "google-genai"}[dialect]
-    assert list(LensRun.objects.filter(capture=ok).values_list("lens", flat=True)) == [lens]
+    stored = LensRun.objects.filter(capture=ok).values_list("lens", flat=True)
+    assert sorted(stored) == sorted([lens, "vercel"])
 
     body = orjson.loads(client.get(f"/api/captures/{refused.slug}/lenses").content)
-    assert list(body["lenses"]) == [lens]
+    assert list(body["lenses"]) == [lens, "vercel"]
     assert body["lenses"][lens]["available"] is True
     if refused_sentence:
         messages = [entry["message"] for entry in body["divergences"]]
@@ -78,5 +79,5 @@ def test_columns_of_ports_say_emulated_and_columns_of_sdks_do_not(client):
     )
     assert set(heads) == {"strict", "openai", "vercel", "litellm", "langchain"}
     emulated = {key for key, head in heads.items() if ">emulated</span>" in head}
-    assert emulated == {"vercel", "litellm", "langchain"}
+    assert emulated == {"litellm", "langchain"}
     assert "OpenAI chat completions streams" in page

@@ -374,18 +374,18 @@ def test_google_genai_reads_a_json_array_served_as_sse_and_says_so():
 
 def test_each_dialect_has_its_sdk_lens_and_the_ports_read_chat_only():
     assert lenses_for("chat") == ["openai", "vercel", "litellm", "langchain"]
-    assert lenses_for("responses") == ["openai"]
-    assert lenses_for("messages") == ["anthropic"]
-    assert lenses_for("gemini") == ["google-genai"]
+    assert lenses_for("responses") == ["openai", "vercel"]
+    assert lenses_for("messages") == ["anthropic", "vercel"]
+    assert lenses_for("gemini") == ["google-genai", "vercel"]
     frames, _ = read(MESSAGES_OK, "messages")
-    assert list(run_all(frames, dialect="messages")) == ["anthropic"]
+    assert list(run_all(frames, dialect="messages")) == ["anthropic", "vercel"]
 
 
 def test_a_lens_asked_about_a_dialect_it_does_not_read_says_so():
     frames, _ = read(MESSAGES_OK, "messages")
-    result = run_lens("vercel", frames, dialect="messages")
+    result = run_lens("google-genai", frames, dialect="messages")
     assert not result.available
-    assert result.notes == ["Vercel does not read messages streams"]
+    assert result.notes == ["the Google Gen AI SDK does not read messages streams"]
 
 
 @pytest.mark.parametrize("name", ["anthropic", "google-genai"])

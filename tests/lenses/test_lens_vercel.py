@@ -1,9 +1,15 @@
-"""The Vercel AI SDK lens: the streaming tool-call tracker (id, then index,
-then the latest call) behind the openai-compatible provider's pending buffer
-and chunk schema."""
+"""The Vercel AI SDK lens on chat streams: the real `ai` package and
+`@ai-sdk/openai-compatible` (pinned in inspector/lenses/node/package-lock.json),
+run in Node on streams written here.  What each test expects is what that
+version does; where the SDK differs from the older rules the port followed,
+the test says so."""
 
 from __future__ import annotations
 
+import json
+import re
+
+import pytest
 from lens_streams import (
     DONE,
     MISSING,
@@ -18,7 +24,14 @@ from lens_streams import (
     tool,
 )
 
-from inspector.lenses import run_lens, vercel
+from inspector.lenses import LENSES, run_lens, vercel
+from inspector.lenses.node_runtime import LENS_DIR, package_version
+
+pytestmark = pytest.mark.skipif(
+    not LENSES["vercel"].available(), reason="Node.js or the lens's npm packages are missing"
+)
+# The SDK's generateId(): 16 letters and digits.
+GENERATED = re.compile(r"[A-Za-z0-9]{16}")
 
 
 def lens(data: bytes):
@@ -26,22 +39,28 @@ def lens(data: bytes):
     return run_lens("vercel", stream)
 
 
-def test_the_module_names_the_upstream_file_and_version():
-    assert "streaming-tool-call-tracker.ts" in vercel.__doc__
-    assert "ed857f50" in vercel.__doc__
-    assert lens(OK).version == vercel.LENS.version
+def test_the_lens_runs_the_pinned_ai_package_and_names_its_provider():
+    manifest = json.loads((LENS_DIR / "package.json").read_text())
+    pinned = manifest["dependencies"]
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", version) for version in pinned.values())
+    result = lens(OK)
+    assert (result.library, result.version) == ("ai", pinned["ai"])
+    assert package_version(LENS_DIR, "ai") == pinned["ai"]
+    assert vercel.LENS.runs_library
+    provider = f"@ai-sdk/openai-compatible {pinned['@ai-sdk/openai-compatible']}"
+    assert result.notes[0].startswith(f"provider {provider}")
 
 
 def test_a_plain_stream():
     result = lens(OK)
     assert result.error is None
-    assert result.gates_on_parse
+    assert result.gates_on_parse and result.calls_from == "final"
     assert calls(result) == [("call_A", "read", '{"path":"/a"}')]
     assert result.calls[0].arguments == {"path": "/a"}
+    assert "finish reason: tool-calls (raw: tool_calls)" in result.notes
 
 
 def test_a_new_id_at_a_reused_index_is_a_new_call():
-    # "keep distinct tool calls that reuse an index": the id comes first.
     result = lens(REUSED_INDEX)
     assert calls(result) == [
         ("call_a", "read", '{"path":"/a"}'),
@@ -60,16 +79,19 @@ def test_non_zero_and_non_contiguous_indexes_are_fine():
     assert calls(result) == [("toolu_1", "read_file", '{"path": "a.txt"}')]
 
 
-def test_id_less_deltas_follow_the_index_then_the_latest_call():
+def test_a_delta_with_neither_id_nor_index_goes_to_the_one_unfinished_call():
+    # The port sent it to the call touched last (a); the SDK's tracker finishes
+    # a call once its arguments are a whole JSON value, so a is done and b,
+    # the only call still open, gets the "2".
     data = sse(
         chunk(tool(0, "a", "f", '{"x":'), tool(1, "b", "g", '{"y":')),
-        chunk(tool(0, args="1}")),  # by index: a
-        chunk(tool(MISSING, args="2")),  # no index: the latest call, which index 0 just made a
-        chunk(tool(1, args="3}")),  # by index: b
+        chunk(tool(0, args="1}")),
+        chunk(tool(MISSING, args="2")),
+        chunk(tool(1, args="3}")),
         chunk(finish="tool_calls"),
         DONE,
     )
-    assert calls(lens(data)) == [("a", "f", '{"x":1}2'), ("b", "g", '{"y":3}')]
+    assert calls(lens(data)) == [("a", "f", '{"x":1}'), ("b", "g", '{"y":23}')]
 
 
 def test_an_empty_continuation_id_falls_back_to_the_index():
@@ -82,7 +104,9 @@ def test_an_empty_continuation_id_falls_back_to_the_index():
     assert calls(lens(data)) == [("call_q", "rag", '{"q": 1}')]
 
 
-def test_an_id_that_changes_mid_call_without_a_name_throws():
+def test_an_id_that_changes_mid_call_without_a_name_continues_the_call_at_its_index():
+    # The port threw "Expected 'function.name'"; the SDK matches the unseen id
+    # to the call already at index 0 and keeps that call's id.
     data = sse(
         chunk(tool(0, "call_A", "bash", "")),
         chunk(tool(0, "call_B", args='{"cmd":"ls"}')),
@@ -90,51 +114,52 @@ def test_an_id_that_changes_mid_call_without_a_name_throws():
         DONE,
     )
     result = lens(data)
-    assert result.error == "InvalidResponseDataError: Expected 'function.name' to be a string."
-    assert result.calls == []  # the stream errors before flush hands any call over
+    assert result.error is None
+    assert calls(result) == [("call_A", "bash", '{"cmd":"ls"}')]
 
 
-def test_a_new_call_without_an_id_throws():
+def test_a_new_call_without_an_id_gets_a_generated_one():
+    # The port threw "Expected 'id'"; the SDK makes up an id (generateId).
     result = lens(
         sse(chunk(tool(MISSING, MISSING, "read", "{}")), chunk(finish="tool_calls"), DONE)
     )
-    assert result.error == "InvalidResponseDataError: Expected 'id' to be a string."
+    assert result.error is None
+    [call] = result.calls
+    assert GENERATED.fullmatch(call.id) and (call.name, call.arguments) == ("read", {})
+    assert any("generated by the SDK" in note for note in result.notes)
 
 
-def test_arguments_before_the_name_wait_in_the_pending_buffer():
-    data = sse(
-        chunk(tool(0, "call_late", args="")),
-        chunk(tool(0, "call_late", "test-tool", '{"')),
-        chunk(tool(0, args='value":1}')),
-        chunk(finish="tool_calls"),
-        DONE,
-    )
-    assert calls(lens(data)) == [("call_late", "test-tool", '{"value":1}')]
-
-
-def test_a_pending_call_that_never_gets_a_name_throws_at_flush():
+def test_a_call_that_never_gets_a_name_makes_the_agents_loop_raise():
     data = sse(chunk(tool(0, "c1", args='{"a":1}')), chunk(finish="tool_calls"), DONE)
     result = lens(data)
-    assert result.error == "InvalidResponseDataError: Expected 'function.name' to be a string."
+    # Thrown by the tracker at flush, through `for await (... of fullStream)`:
+    # not an error part, an exception, and the step has no calls to give.
+    assert result.error == "AI_InvalidResponseDataError: Expected 'function.name' to be a string."
+    assert result.calls == [] and result.delivered_calls == []
 
 
-def test_an_empty_first_name_counts_as_known_and_sticks():
-    # vercel/ai#16507: the call finalizes with the tool name "".
+def test_a_blank_first_name_drops_that_delta_and_the_later_name_starts_a_new_call():
+    # vercel/ai#16507 finalized the call named ""; this version skips a delta
+    # that would start a call with a blank name, so its arguments are lost
+    # and the next delta (named, no id) starts the call with a generated id.
     data = sse(
         chunk(tool(0, "c1", "", '{"q"')),
         chunk(tool(0, name="search", args=":1}")),
         chunk(finish="tool_calls"),
         DONE,
     )
-    assert calls(lens(data)) == [("c1", "", '{"q":1}')]
+    [call] = lens(data).calls
+    assert GENERATED.fullmatch(call.id)
+    assert (call.name, call.arguments_text, call.parsed) == ("search", ":1}", False)
+    assert call.parse_error.startswith("AI_InvalidToolInputError")
 
 
-def test_a_stream_without_a_finish_reason_is_an_error_after_the_calls():
+def test_a_stream_without_a_finish_reason_ends_with_an_error_part_after_the_calls():
     result = lens(sse(chunk(tool(0, "c1", "read", "{}")), DONE))
     assert result.error == (
-        "InvalidResponseDataError: Response stream ended without a finish reason."
+        "error part: AI_InvalidResponseDataError: Response stream ended without a finish reason."
     )
-    assert calls(result) == [("c1", "read", "{}")]
+    assert calls(result) == [("c1", "read", "{}")] and result.calls_from == "final"
 
 
 def test_blank_arguments_are_an_empty_object_and_bad_json_is_invalid_input():
@@ -142,7 +167,15 @@ def test_blank_arguments_are_an_empty_object_and_bad_json_is_invalid_input():
     assert blank.calls[0].arguments == {}
     bad = lens(sse(chunk(tool(0, "t", "read", '{"a":1}{"a":2}')), chunk(finish="tool_calls"), DONE))
     assert not bad.calls[0].parsed
-    assert bad.calls[0].parse_error.startswith("InvalidToolInputError")
+    assert bad.calls[0].parse_error.startswith("AI_InvalidToolInputError")
+    assert bad.calls[0].arguments_text == '{"a":1}{"a":2}'
+
+
+def test_input_that_is_json_but_no_object_is_invalid_for_an_object_tool():
+    result = lens(sse(chunk(tool(0, "t", "read", "[1]")), chunk(finish="tool_calls"), DONE))
+    [call] = result.calls
+    assert call.arguments_text == "[1]" and not call.parsed
+    assert "AI_TypeValidationError" in call.parse_error
 
 
 def test_an_error_chunk_is_an_error_part_and_the_stream_goes_on():
@@ -153,7 +186,7 @@ def test_an_error_chunk_is_an_error_part_and_the_stream_goes_on():
         DONE,
     )
     result = lens(data)
-    assert result.error == "error part: Provider disconnected"
+    assert result.error == "error part: Provider disconnected (AI_StreamProviderError)"
     assert calls(result) == [("c1", "read", "{}")]
 
 
@@ -165,9 +198,15 @@ def test_a_chunk_failing_the_schema_is_an_error_part_and_is_skipped():
         DONE,
     )
     result = lens(data)
-    assert result.error.startswith("error part: TypeValidationError")
-    assert "arguments is not a string" in result.error
+    assert result.error.startswith("error part: AI_TypeValidationError")
     assert result.calls == []
+
+
+def test_a_frame_that_is_no_json_is_an_error_part_and_the_stream_goes_on():
+    data = sse(chunk(tool(0, "c1", "read", "{}")), "data: {nope\n\n", chunk(finish="tool_calls"))
+    result = lens(data + DONE.encode())
+    assert result.error.startswith("error part: AI_JSONParseError")
+    assert calls(result) == [("c1", "read", "{}")]
 
 
 def test_only_the_first_choice_is_read():
@@ -177,4 +216,3 @@ def test_only_the_first_choice_is_read():
     ]
     result = lens(sse(chunk(choices=two), chunk(finish="tool_calls"), DONE))
     assert calls(result) == [("c0", "f", "{}")]
-    assert any("choices[0]" in note for note in result.notes)
