@@ -33,6 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 Status = LensRun.Status
 SLOW = slow_lens.SLOW
+ABANDON = 2.5  # INSPECTOR_LENS_ABANDON_SECONDS here; the tests ask every 0.1 s
 STREAM = sse(
     chunk(tool(0, "call_a", "read", '{"path":"/a"}')),
     chunk(tool(1, "call_b", "read", '{"path":"/b"}')),
@@ -64,7 +65,7 @@ class Forked:
 def forked(monkeypatch, settings) -> Forked:
     settings.INSPECTOR_LENS_WORKERS = 2
     settings.INSPECTOR_LENS_WAIT_SECONDS = 0  # the request answers "computing" at once
-    settings.INSPECTOR_LENS_ABANDON_SECONDS = 1.5
+    settings.INSPECTOR_LENS_ABANDON_SECONDS = ABANDON
     settings.INSPECTOR_LENS_SECONDS = 600  # the time limit never ends these runs
     seen = Forked()
     monkeypatch.setattr(lens_cache, "bounded_run", seen.wrap(lens_cache.bounded_run))
@@ -116,7 +117,7 @@ def test_a_run_nobody_asks_for_is_killed_and_the_next_request_starts_it_again(fo
 
     run = settled(capture, asking=False)
     assert run.status == Status.ABANDONED
-    assert "nobody asked for it in 1.5 s (INSPECTOR_LENS_ABANDON_SECONDS)" in run.detail
+    assert f"nobody asked for it in {ABANDON:g} s (INSPECTOR_LENS_ABANDON_SECONDS)" in run.detail
     assert (run.result_json, run.divergences_json, run.call_count) == ("", "", 0)
     [answer] = forked.answers
     assert answer["status"] == runner.ABANDONED and process_gone(answer["pid"])
@@ -136,7 +137,7 @@ def test_a_run_asked_for_meanwhile_ends_as_ever(forked, monkeypatch):
     run = settled(capture, asking=True)
     assert (run.status, run.call_count, run.detail) == (Status.DONE, 2, "")
     # It outlived INSPECTOR_LENS_ABANDON_SECONDS: the asking kept it going.
-    assert run.wall_seconds >= slow_lens.A_WHILE_SECONDS > 1.5
+    assert run.wall_seconds >= slow_lens.A_WHILE_SECONDS > ABANDON
     [answer] = forked.answers
     assert process_gone(answer["pid"])
 
