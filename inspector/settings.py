@@ -212,6 +212,9 @@ INSPECTOR_LENS_MEMORY_MB = int(os.environ.get("INSPECTOR_LENS_MEMORY_MB", 1024))
 INSPECTOR_LENS_WORKERS = int(os.environ.get("INSPECTOR_LENS_WORKERS", 2))
 # How long a page or API request waits for runs it started before answering "computing".
 INSPECTOR_LENS_WAIT_SECONDS = float(os.environ.get("INSPECTOR_LENS_WAIT_SECONDS", 0.8))
+# A run nobody asked for in this long is stopped (its process killed) and started again at
+# the next request; the pages ask every 1-3 s while it runs.  0: every run goes to its limits.
+INSPECTOR_LENS_ABANDON_SECONDS = float(os.environ.get("INSPECTOR_LENS_ABANDON_SECONDS", 10))
 
 # --- Access and sharing (inspector/access.py; README "Access and sharing") -------------------
 # Django auth guards every page, the upload, the API, ingest and the proxy.

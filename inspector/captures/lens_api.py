@@ -13,7 +13,9 @@ the capture, with its records (calls, divergences) one page at a time.
 
 Pages (`?page=`, `?per_page=` up to 200, 50 by default) count records:
 page N holds calls N of each lens and divergences N of the whole list.  The
-answer is 202 while a lens is still computing (the summary says which).
+answer is 202 while a lens is still computing (the summary says which);
+each request while it computes keeps it going, and a client that
+disconnects while its request waits lets it stop (`lens_cache.py`).
 A 1.4M-frame capture once answered 206 MB here; now the answer is bounded
 by `per_page`.
 """
@@ -25,13 +27,14 @@ from collections import Counter
 from typing import Any
 
 import orjson
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import STRICT
 from inspector.http_json import BadRequest, json_endpoint, json_error, json_response, page_and_size
 
 from . import models
-from .lens_cache import any_pending, lens_runs
+from .lens_cache import any_pending, lens_runs_async
 from .lens_runs import LensRun
 
 
@@ -70,12 +73,13 @@ def _lens_summary(run: LensRun, result: dict[str, Any], kinds: Counter) -> dict[
 
 
 @json_endpoint("GET")
-def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
+async def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Every lens's stored run of the capture, summarized, its records paged;
-    the first request starts the runs (202 while they compute)."""
-    capture = (
-        models.Capture.objects.only("slug", "outcome", "frame_count").filter(slug=slug).first()
-    )
+    the first request starts the runs (202 while they compute), and every
+    request while they compute keeps them going (`lens_cache.py`).  Async,
+    so that Django cancels it when its client disconnects: a client gone
+    while this waits for the runs it started leaves them unwanted."""
+    capture = await sync_to_async(_capture)(slug)
     if capture is None:
         return json_error(f"no capture {slug!r}", 404)
     if capture.outcome == models.Capture.Outcome.LIVE:
@@ -83,8 +87,20 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
             "the capture is still being recorded: the lenses read it once it ends", 409
         )
     page, per_page = page_and_size(request)
+    runs = await lens_runs_async(capture)
+    body = await sync_to_async(_answer)(capture, runs, page, per_page)
+    return json_response(body, 202 if body["status"] == "computing" else 200)
+
+
+def _capture(slug: str) -> models.Capture | None:
+    return models.Capture.objects.only("slug", "outcome", "frame_count").filter(slug=slug).first()
+
+
+def _answer(
+    capture: models.Capture, runs: dict[str, LensRun], page: int, per_page: int
+) -> dict[str, Any]:
+    """The answer's body: the summaries, and page `page` of the records."""
     start, stop = (page - 1) * per_page, page * per_page
-    runs = lens_runs(capture)
     lenses, divergences, longest = {}, [], 0
     for name, run in runs.items():
         result = orjson.loads(run.result_json) if run.result_json else {}
@@ -94,10 +110,9 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
         lenses[name] = _lens_summary(run, result, Counter(entry["kind"] for entry in found))
         lenses[name]["calls"] = calls[start:stop]
         divergences.extend(found)
-    pending = any_pending(runs)
-    body = {
+    return {
         "slug": capture.slug,
-        "status": "computing" if pending else "done",
+        "status": "computing" if any_pending(runs) else "done",
         "strict": _strict(capture),
         "page": page,
         "per_page": per_page,
@@ -106,4 +121,3 @@ def capture_lenses_view(request: HttpRequest, slug: str) -> HttpResponse:
         "divergence_count": len(divergences),
         "divergences": divergences[start:stop],
     }
-    return json_response(body, 202 if pending else 200)

@@ -19,6 +19,9 @@ class LensRun(models.Model):
         TOO_LARGE = "too_large"  # more frames than INSPECTOR_LENS_MAX_FRAMES: never run
         FAILED = "failed"  # the lens process died or went over its memory limit
         TIMEOUT = "timeout"  # stopped after INSPECTOR_LENS_SECONDS
+        # Stopped because nobody asked for it in INSPECTOR_LENS_ABANDON_SECONDS: no
+        # result; the next request for it starts it again.
+        ABANDONED = "abandoned"
 
     capture = models.ForeignKey(
         "captures.Capture", on_delete=models.CASCADE, related_name="lens_runs"
@@ -35,6 +38,8 @@ class LensRun(models.Model):
     result_json = models.TextField(blank=True)  # LensResult.to_dict()
     divergences_json = models.TextField(blank=True)  # its divergences from strict
     frames = models.IntegerField(null=True, blank=True)
+    # The last request for it: set when claimed, and renewed by every page view or API
+    # request while it is pending (the run stops when this grows old, lens_cache.py).
     requested = models.DateTimeField()
     started = models.DateTimeField(null=True, blank=True)  # claimed by a worker
     finished = models.DateTimeField(null=True, blank=True)
@@ -42,6 +47,7 @@ class LensRun(models.Model):
     wall_seconds = models.FloatField(null=True, blank=True)  # with the process around it
     peak_memory_kb = models.IntegerField(null=True, blank=True)
 
+    # What is kept as the answer (ABANDONED is not: it is run again when asked for).
     FINAL = (Status.DONE, Status.TOO_LARGE, Status.FAILED, Status.TIMEOUT)
 
     class Meta:

@@ -1,9 +1,13 @@
 """Minimize runs in progress, for the page's progress bar.
 
-    job = new_job_id()                      # the page's hidden `job` field
-    start(job, slug); report(job, progress) # from the minimizer's callback
+    job = new_job_id()                      # a form's hidden `job` field
+    start(job, slug, lens=None); report(job, progress) # from the minimizer's callback
     finish(job, derived_url) or fail(job, "why")
-    status(job, slug)                       # {"state", "progress", "result", ...}
+    status(job, slug)                       # {"state", "progress", "result", "lens", ...}
+
+One registry for every Minimize form: the capture page's (keeping the
+refusal) and the lens matrix's, one per diverging lens (keeping that lens's
+divergence, named by `lens`).
 
 The registry is a dict in this process, behind a lock (the minimizer reports
 from its worker thread).  With several server processes a job's status is
@@ -33,6 +37,7 @@ RUNNING, DONE, FAILED = "running", "done", "failed"
 @dataclass
 class _Job:
     slug: str
+    lens: str | None = None  # the lens whose divergence it keeps; None: the refusal
     state: str = RUNNING
     progress: dict[str, object] | None = None
     result: str = ""
@@ -63,13 +68,14 @@ def _forget_old(now: float) -> None:
         del _jobs[min(_jobs, key=lambda job: _jobs[job].touched)]
 
 
-def start(job: str | None, slug: str) -> None:
-    """Register a run of capture `slug` as `job` (a new run replaces an old one)."""
+def start(job: str | None, slug: str, lens: str | None = None) -> None:
+    """Register a run of capture `slug` as `job`, keeping the divergence of
+    `lens` or the refusal (a new run replaces an old one)."""
     if not valid_job_id(job):
         return
     with _lock:
         _forget_old(time.monotonic())
-        _jobs[job] = _Job(slug=slug)
+        _jobs[job] = _Job(slug=slug, lens=lens)
 
 
 def _update(job: str | None, **changes: object) -> None:
@@ -112,6 +118,7 @@ def status(job: str, slug: str) -> dict[str, object] | None:
             return None
         return {
             "job": job,
+            "lens": entry.lens,
             "state": entry.state,
             "progress": dict(entry.progress) if entry.progress else None,
             "result": entry.result,

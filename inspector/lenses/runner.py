@@ -2,6 +2,7 @@
 
     answer = bounded_run("litellm", body, "sse", seconds=60, memory_mb=1024)
     answer["status"]   # "done", "timeout" or "failed"
+    bounded_run(..., wanted=still_wanted)   # also "abandoned" once it says False
 
 `run_one` reads the stream and runs the lens in this process; `bounded_run`
 runs it in a child process with `resource.setrlimit(RLIMIT_AS)` for memory
@@ -16,6 +17,12 @@ few milliseconds (bench/lens_runner.py measures both).  The server is a
 clean interpreter of its own, so nothing of the caller (threads, database
 connections) is forked.
 
+While it waits for the child, `bounded_run` asks `wanted()` every
+`check_every` seconds (the caller's "is anyone still waiting for this?");
+at the first False it kills the child and answers "abandoned".  The limits
+bound a run; `wanted` ends it early when its result would only be stored
+for nobody.
+
 Pure Python: nothing here imports Django.
 """
 
@@ -25,6 +32,7 @@ import multiprocessing
 import resource
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -33,7 +41,7 @@ import orjson
 from . import read_frames_and_result, run_lens
 from .compare import divergences
 
-DONE, TIMEOUT, FAILED = "done", "timeout", "failed"
+DONE, TIMEOUT, FAILED, ABANDONED = "done", "timeout", "failed", "abandoned"
 # What the fork server imports once, for every child it forks.
 PRELOAD = ["inspector.lenses.warm"]
 
@@ -92,10 +100,14 @@ def bounded_run(
     *,
     seconds: float,
     memory_mb: int,
+    wanted: Callable[[], bool] | None = None,
+    check_every: float = 1.0,
 ) -> dict[str, Any]:
     """`run_one` in a child process limited to `memory_mb` of address space
-    and killed after `seconds`: its answer, or `{"status": "timeout"}`, or
-    `{"status": "failed", "detail": why}`."""
+    and killed after `seconds`, or as soon as `wanted()` (asked every
+    `check_every` seconds) says False: its answer, or `{"status": "timeout"}`,
+    `{"status": "abandoned"}` or `{"status": "failed", "detail": why}`; each
+    with the child's `pid` (gone once this returns)."""
     context = _fork_context()
     receive, send = context.Pipe(duplex=False)
     job = {"lens": name, "body": body, "format": fmt, "tools": tools}
@@ -104,7 +116,9 @@ def bounded_run(
     child.start()
     send.close()
     try:
-        return _answer(receive, child, seconds, started)
+        answer = _answer(receive, child, _Watch(started, seconds, wanted, check_every))
+        answer["pid"] = child.pid
+        return answer
     finally:
         receive.close()
         if child.is_alive():
@@ -112,13 +126,37 @@ def bounded_run(
         child.join(1)
 
 
-def _answer(receive: Connection, child: Any, seconds: float, started: float) -> dict[str, Any]:
-    if not receive.poll(seconds):
-        return {"status": TIMEOUT, "detail": f"stopped after {seconds:g} s"}
+class _Watch:
+    """When a wait for the child ends: its deadline, and whom to ask."""
+
+    def __init__(
+        self, started: float, seconds: float, wanted: Callable[[], bool] | None, every: float
+    ) -> None:
+        self.started, self.seconds, self.wanted, self.every = started, seconds, wanted, every
+        self.deadline = started + seconds
+
+    def next_wait(self) -> float:
+        left = max(0.0, self.deadline - time.perf_counter())
+        return left if self.wanted is None else min(left, self.every)
+
+    def stop(self) -> dict[str, Any] | None:
+        """Why to stop waiting now (a timeout or nobody waiting), or None."""
+        if time.perf_counter() >= self.deadline:
+            return {"status": TIMEOUT, "detail": f"stopped after {self.seconds:g} s"}
+        if self.wanted is not None and not self.wanted():
+            return {"status": ABANDONED, "detail": "stopped: nobody was waiting for it"}
+        return None
+
+
+def _answer(receive: Connection, child: Any, watch: _Watch) -> dict[str, Any]:
+    while not receive.poll(watch.next_wait()):
+        stopped = watch.stop()
+        if stopped is not None:
+            return stopped
     try:
         answer = orjson.loads(receive.recv_bytes())
     except (EOFError, OSError):
         child.join(1)
         return {"status": FAILED, "detail": f"the lens process died (exit {child.exitcode})"}
-    answer["wall_seconds"] = round(time.perf_counter() - started, 4)
+    answer["wall_seconds"] = round(time.perf_counter() - watch.started, 4)
     return answer

@@ -1,6 +1,7 @@
-// Stream Inspector: the capture page's lens matrix and Minimize button.
-// Without this file both still work: the matrix is a link to its own page,
-// and the button posts a plain form (the browser shows it loading).
+// Stream Inspector: the capture page's lens matrix, and every Minimize form's progress
+// (the capture page's button, and the lens matrix's per-lens forms, here or on the lens
+// page).  Without this file all still work: the matrix is a link to its own page, and
+// each button posts a plain form (the browser shows it loading).
 (function () {
   "use strict";
 
@@ -145,7 +146,9 @@
     delete form.dataset.progress;
     if (button) {
       button.disabled = false;
-      button.textContent = "Minimize";
+      if (button.dataset.label) {
+        button.textContent = button.dataset.label;
+      }
     }
     if (progress) {
       progress.hidden = true;
@@ -155,7 +158,7 @@
     }
   }
 
-  // Back to this page from the history: the form is ready again.
+  // Back to this page from the history: the forms are ready again.
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
       timers.forEach(function (timer) {
@@ -167,58 +170,67 @@
     }
   });
 
-  document.querySelectorAll("form[data-minimize]").forEach(function (form) {
-    form.addEventListener("submit", function () {
-      var button = form.querySelector("[data-minimize-button]");
-      var progress = form.querySelector("[data-minimize-progress]");
-      var text = form.querySelector("[data-minimize-text]");
-      var hint = form.querySelector("[data-minimize-hint]");
-      var budget = parseFloat(form.dataset.budget) || 30;
-      var started = Date.now();
-      if (form.dataset.state === "running") {
+  var SEARCHING = "searching for the smallest stream that still fails the same way";
+
+  function started(form) {
+    var button = form.querySelector("[data-minimize-button]");
+    var progress = form.querySelector("[data-minimize-progress]");
+    var text = form.querySelector("[data-minimize-text]");
+    var hint = form.querySelector("[data-minimize-hint]");
+    var budget = parseFloat(form.dataset.budget) || 30;
+    var searching = form.dataset.searching || SEARCHING;
+    var begun = Date.now();
+    form.dataset.state = "running";
+    var job = form.querySelector("[data-minimize-job]");
+    if (job && form.dataset.status && window.crypto) {
+      job.value = newJobId();
+      poll(form, form.dataset.status + job.value);
+    }
+    // Disabled after the submit has been sent, so the request still carries the form.
+    window.setTimeout(function () {
+      if (button) {
+        button.dataset.label = button.dataset.label || button.textContent;
+        button.disabled = true;
+        button.textContent = "Minimizing\u2026";
+      }
+    }, 0);
+    if (hint) {
+      hint.hidden = true;
+    }
+    if (progress) {
+      progress.hidden = false;
+    }
+    function tick() {
+      var spent = Math.floor((Date.now() - begun) / 1000);
+      if (!text) {
         return;
       }
-      form.dataset.state = "running";
-      var job = form.querySelector("[data-minimize-job]");
-      if (job && form.dataset.status && window.crypto) {
-        job.value = newJobId();
-        poll(form, form.dataset.status + job.value);
+      var bar = form.querySelector("[data-minimize-bar]");
+      if (bar && form.dataset.progress !== "reported") {
+        bar.value = Math.min(1, spent / budget);
       }
-      // Disabled after the submit has been sent, so the request still carries the form.
-      window.setTimeout(function () {
-        if (button) {
-          button.disabled = true;
-          button.textContent = "Minimizing\u2026";
-        }
-      }, 0);
-      if (hint) {
-        hint.hidden = true;
+      if (form.dataset.progress === "reported") {
+        text.textContent = searching + ":";
+      } else if (spent < budget) {
+        text.textContent = searching + ": " + spent + " s of at most " + budget + " s";
+      } else {
+        text.textContent =
+          "the time budget is spent; storing the smallest stream found (" + spent + " s)";
       }
-      if (progress) {
-        progress.hidden = false;
-      }
-      function tick() {
-        var spent = Math.floor((Date.now() - started) / 1000);
-        if (!text) {
-          return;
-        }
-        var bar = form.querySelector("[data-minimize-bar]");
-        if (bar && form.dataset.progress !== "reported") {
-          bar.value = Math.min(1, spent / budget);
-        }
-        if (form.dataset.progress === "reported") {
-          text.textContent = "searching for the smallest stream that still fails the same way:";
-        } else if (spent < budget) {
-          text.textContent =
-            "searching for the smallest stream that still fails the same way: " +
-            spent + " s of at most " + budget + " s";
-        } else {
-          text.textContent =
-            "the time budget is spent; storing the smallest stream found (" + spent + " s)";
-        }
-      }
-      tick();
-      timers.push(window.setInterval(tick, 500));
-    });
+    }
+    tick();
+    timers.push(window.setInterval(tick, 500));
+  }
+
+  // One listener for every Minimize form, those the lens matrix brings into the page later
+  // included.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.matches("form[data-minimize]")) {
+      return;
+    }
+    if (form.dataset.state !== "running") {
+      started(form);
+    }
   });
 })();

@@ -17,6 +17,7 @@ from capture_streams import DONE, chunk, sse, tool
 from django.test import Client
 from django.urls import reverse
 
+from inspector.captures import minimize_jobs
 from inspector.captures.models import Capture
 from inspector.captures.store import store_stream
 from inspector.lenses import openai_sdk
@@ -193,3 +194,53 @@ def test_without_a_lens_an_accepted_capture_is_still_nothing_to_minimize(client)
     response = client.post(minimize_url(original), {"lens": ""}, follow=True)
     assert "Nothing to minimize: it is not refused" in response.content.decode()
     assert Capture.objects.count() == 1
+
+
+# --- its progress: the same job as the capture page's Minimize ---------------------------
+
+
+def test_each_lens_form_names_a_job_of_its_own_and_where_its_status_is(client):
+    capture = store(REUSED_INDEX)
+    forms = lens_forms(fragment(client, capture))
+    jobs = {}
+    for lens, form in forms.items():
+        job = re.search(r'name="job" value="([^"]+)" data-minimize-job', form).group(1)
+        assert minimize_jobs.valid_job_id(job)
+        jobs[lens] = job
+        assert f'data-status="{minimize_url(capture)}/"' in form
+        status = reverse("capture-minimize-status", args=[capture.slug, job])
+        assert f'href="{status}"' in form  # for no JavaScript, inside <noscript>
+        assert "<progress" in form and "data-minimize-progress" in form
+    assert len(set(jobs.values())) == 2
+    again = lens_forms(fragment(client, capture))
+    assert jobs["litellm"] not in again["litellm"]  # a fresh one per page
+
+
+def test_a_lens_job_reports_and_its_status_names_the_lens(client):
+    original = store(REUSED_INDEX)
+    job = "lens-job-0001"
+    response = client.post(minimize_url(original), {"lens": "litellm", "job": job})
+    derived = Capture.objects.get(derived_from=original)
+    assert response.status_code == 303
+    status = reverse("capture-minimize-status", args=[original.slug, job])
+    body = client.get(status, HTTP_ACCEPT="application/json").json()
+    assert (body["state"], body["lens"], body["result"]) == (
+        "done",
+        "litellm",
+        derived.get_absolute_url(),
+    )
+    assert body["progress"]["tests_run"] > 0
+    assert body["progress"]["size"] == derived.byte_size
+
+
+def test_without_javascript_a_running_lens_job_is_a_page_that_reloads(client):
+    minimize_jobs.start("lens-job-0002", "slug-a", "litellm")
+    try:
+        status = reverse("capture-minimize-status", args=["slug-a", "lens-job-0002"])
+        page = client.get(status, HTTP_ACCEPT="text/html").content.decode()
+        assert '<meta http-equiv="refresh" content="1">' in page
+        assert "Minimize keeping LiteLLM&rsquo;s divergence" in page
+        assert "on which LiteLLM still parts from strict the same way" in page
+        assert '<progress max="1" value="0">' in page
+    finally:
+        minimize_jobs.fail("lens-job-0002", "test over")

@@ -65,12 +65,12 @@ def test_lens_matrix_then_minimize_then_compare(page, daphne_url, transactional_
         "form => form.addEventListener('submit', event => event.preventDefault(), {once: true})"
     )
     form.locator("button[type=submit]").click()
-    progress = page.locator("[data-minimize-progress]")
+    progress = form.locator("[data-minimize-progress]")  # the matrix's lens forms have theirs
     expect(progress).to_be_visible()
     expect(progress).to_contain_text(re.compile(r"\d+ s of at most 30 s"))
     expect(progress.locator("progress[data-minimize-bar]")).to_be_visible()
-    expect(page.locator("[data-minimize-button]")).to_be_disabled()
-    expect(page.locator("[data-minimize-button]")).to_have_text("Minimizing…")
+    expect(form.locator("[data-minimize-button]")).to_be_disabled()
+    expect(form.locator("[data-minimize-button]")).to_have_text("Minimizing…")
     page.locator("#capture-head").screenshot(path=f"{output_path}/minimize_progress.png")
     with page.expect_navigation():
         form.evaluate("form => form.submit()")
@@ -176,14 +176,14 @@ def test_minimize_progress_from_the_job_status(browser, daphne_url, transactiona
         derived = Capture.objects.get(derived_from=original)
         assert posted.headers["location"] == derived.get_absolute_url()
 
-        detail = page.locator("[data-minimize-detail]")
+        detail = form.locator("[data-minimize-detail]")
         expect(detail).to_contain_text(
             re.compile(
                 rf"^\d+ candidates tried · {derived.frame_count} of \d+ frames · "
                 rf"{derived.byte_size} of {original.byte_size} bytes · [\d.]+ of 30 s$"
             )
         )
-        bar = page.locator("[data-minimize-bar]")
+        bar = form.locator("[data-minimize-bar]")
         expect(bar).to_be_visible()
         assert 0 < float(bar.evaluate("bar => bar.value")) <= 1
         page.locator("#capture-head").screenshot(path=f"{output_path}/minimize_job_progress.png")

@@ -6,136 +6,212 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Assembly',
+            name="Assembly",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy', models.CharField(max_length=10)),
-                ('outcome', models.CharField(max_length=8)),
-                ('refusal_code', models.CharField(blank=True, max_length=32)),
-                ('refusal_message', models.TextField(blank=True)),
-                ('refusal_frame', models.IntegerField(blank=True, null=True)),
-                ('refusal_call', models.IntegerField(blank=True, null=True)),
-                ('refusal_choice', models.IntegerField(blank=True, null=True)),
-                ('refusal_retryable', models.BooleanField(blank=True, null=True)),
-                ('finish_reason', models.CharField(blank=True, max_length=40)),
-                ('usage', models.JSONField(blank=True, null=True)),
-                ('text', models.TextField(blank=True)),
-                ('result_json', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("policy", models.CharField(max_length=10)),
+                ("outcome", models.CharField(max_length=8)),
+                ("refusal_code", models.CharField(blank=True, max_length=32)),
+                ("refusal_message", models.TextField(blank=True)),
+                ("refusal_frame", models.IntegerField(blank=True, null=True)),
+                ("refusal_call", models.IntegerField(blank=True, null=True)),
+                ("refusal_choice", models.IntegerField(blank=True, null=True)),
+                ("refusal_retryable", models.BooleanField(blank=True, null=True)),
+                ("finish_reason", models.CharField(blank=True, max_length=40)),
+                ("usage", models.JSONField(blank=True, null=True)),
+                ("text", models.TextField(blank=True)),
+                ("result_json", models.TextField()),
             ],
         ),
         migrations.CreateModel(
-            name='Capture',
+            name="Capture",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(default=inspector.captures.models.new_slug, editable=False, max_length=32, unique=True)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('source', models.CharField(choices=[('upload', 'Upload'), ('proxy', 'Proxy'), ('ingest', 'Ingest')], default='upload', max_length=10)),
-                ('input_format', models.CharField(max_length=8)),
-                ('stream_format', models.CharField(max_length=8)),
-                ('group', models.CharField(blank=True, db_index=True, max_length=32)),
-                ('har_entry', models.IntegerField(blank=True, null=True)),
-                ('source_url', models.TextField(blank=True)),
-                ('model', models.CharField(blank=True, db_index=True, max_length=200)),
-                ('provider', models.CharField(blank=True, max_length=100)),
-                ('created', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('byte_size', models.BigIntegerField(default=0)),
-                ('frame_count', models.IntegerField(default=0)),
-                ('outcome', models.CharField(choices=[('ok', 'Ok'), ('refused', 'Refused'), ('live', 'Live')], db_index=True, max_length=8)),
-                ('refusal_code', models.CharField(blank=True, db_index=True, max_length=32)),
-                ('lenient_outcome', models.CharField(blank=True, max_length=8)),
-                ('raw', models.BinaryField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "slug",
+                    models.CharField(
+                        default=inspector.captures.models.new_slug,
+                        editable=False,
+                        max_length=32,
+                        unique=True,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("upload", "Upload"), ("proxy", "Proxy"), ("ingest", "Ingest")],
+                        default="upload",
+                        max_length=10,
+                    ),
+                ),
+                ("input_format", models.CharField(max_length=8)),
+                ("stream_format", models.CharField(max_length=8)),
+                ("group", models.CharField(blank=True, db_index=True, max_length=32)),
+                ("har_entry", models.IntegerField(blank=True, null=True)),
+                ("source_url", models.TextField(blank=True)),
+                ("model", models.CharField(blank=True, db_index=True, max_length=200)),
+                ("provider", models.CharField(blank=True, max_length=100)),
+                ("created", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("byte_size", models.BigIntegerField(default=0)),
+                ("frame_count", models.IntegerField(default=0)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[("ok", "Ok"), ("refused", "Refused"), ("live", "Live")],
+                        db_index=True,
+                        max_length=8,
+                    ),
+                ),
+                ("refusal_code", models.CharField(blank=True, db_index=True, max_length=32)),
+                ("lenient_outcome", models.CharField(blank=True, max_length=8)),
+                ("raw", models.BinaryField()),
             ],
             options={
-                'ordering': ['-created', '-id'],
+                "ordering": ["-created", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Call',
+            name="Call",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.IntegerField()),
-                ('choice', models.IntegerField(default=0)),
-                ('call_id', models.TextField(blank=True)),
-                ('name', models.TextField(blank=True)),
-                ('index', models.IntegerField(blank=True, null=True)),
-                ('started_frame', models.IntegerField(blank=True, null=True)),
-                ('settled_frame', models.IntegerField(blank=True, null=True)),
-                ('invalid_at', models.JSONField(blank=True, null=True)),
-                ('arguments', models.JSONField(blank=True, null=True)),
-                ('arguments_text', models.TextField(blank=True)),
-                ('fragment_count', models.IntegerField(default=0)),
-                ('timeline', models.JSONField(blank=True, default=list)),
-                ('assembly', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calls', to='captures.assembly')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.IntegerField()),
+                ("choice", models.IntegerField(default=0)),
+                ("call_id", models.TextField(blank=True)),
+                ("name", models.TextField(blank=True)),
+                ("index", models.IntegerField(blank=True, null=True)),
+                ("started_frame", models.IntegerField(blank=True, null=True)),
+                ("settled_frame", models.IntegerField(blank=True, null=True)),
+                ("invalid_at", models.JSONField(blank=True, null=True)),
+                ("arguments", models.JSONField(blank=True, null=True)),
+                ("arguments_text", models.TextField(blank=True)),
+                ("fragment_count", models.IntegerField(default=0)),
+                ("timeline", models.JSONField(blank=True, default=list)),
+                (
+                    "assembly",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="calls",
+                        to="captures.assembly",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.AddField(
-            model_name='assembly',
-            name='capture',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assemblies', to='captures.capture'),
+            model_name="assembly",
+            name="capture",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="assemblies",
+                to="captures.capture",
+            ),
         ),
         migrations.CreateModel(
-            name='Fragment',
+            name="Fragment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.IntegerField()),
-                ('frame', models.IntegerField()),
-                ('offset', models.IntegerField()),
-                ('text', models.TextField()),
-                ('depth', models.IntegerField()),
-                ('in_string', models.BooleanField()),
-                ('complete', models.BooleanField()),
-                ('invalid_from', models.IntegerField(blank=True, null=True)),
-                ('call', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='fragments', to='captures.call')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.IntegerField()),
+                ("frame", models.IntegerField()),
+                ("offset", models.IntegerField()),
+                ("text", models.TextField()),
+                ("depth", models.IntegerField()),
+                ("in_string", models.BooleanField()),
+                ("complete", models.BooleanField()),
+                ("invalid_from", models.IntegerField(blank=True, null=True)),
+                (
+                    "call",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="fragments",
+                        to="captures.call",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['seq'],
+                "ordering": ["seq"],
             },
         ),
         migrations.CreateModel(
-            name='Frame',
+            name="Frame",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.IntegerField()),
-                ('kind', models.CharField(max_length=8)),
-                ('raw', models.TextField()),
-                ('arrived_ms', models.FloatField(blank=True, null=True)),
-                ('calls', models.JSONField(blank=True, default=list)),
-                ('marks', models.JSONField(blank=True, default=list)),
-                ('capture', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='frames', to='captures.capture')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.IntegerField()),
+                ("kind", models.CharField(max_length=8)),
+                ("raw", models.TextField()),
+                ("arrived_ms", models.FloatField(blank=True, null=True)),
+                ("calls", models.JSONField(blank=True, default=list)),
+                ("marks", models.JSONField(blank=True, default=list)),
+                (
+                    "capture",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="frames",
+                        to="captures.capture",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['number'],
+                "ordering": ["number"],
             },
         ),
         migrations.AddConstraint(
-            model_name='call',
-            constraint=models.UniqueConstraint(fields=('assembly', 'position'), name='call_position_unique'),
+            model_name="call",
+            constraint=models.UniqueConstraint(
+                fields=("assembly", "position"), name="call_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assembly',
-            constraint=models.UniqueConstraint(fields=('capture', 'policy'), name='assembly_policy_unique'),
+            model_name="assembly",
+            constraint=models.UniqueConstraint(
+                fields=("capture", "policy"), name="assembly_policy_unique"
+            ),
         ),
         migrations.AddIndex(
-            model_name='fragment',
-            index=models.Index(fields=['call', 'frame'], name='fragment_call_frame'),
+            model_name="fragment",
+            index=models.Index(fields=["call", "frame"], name="fragment_call_frame"),
         ),
         migrations.AddConstraint(
-            model_name='fragment',
-            constraint=models.UniqueConstraint(fields=('call', 'seq'), name='fragment_seq_unique'),
+            model_name="fragment",
+            constraint=models.UniqueConstraint(fields=("call", "seq"), name="fragment_seq_unique"),
         ),
         migrations.AddConstraint(
-            model_name='frame',
-            constraint=models.UniqueConstraint(fields=('capture', 'number'), name='frame_number_unique'),
+            model_name="frame",
+            constraint=models.UniqueConstraint(
+                fields=("capture", "number"), name="frame_number_unique"
+            ),
         ),
     ]

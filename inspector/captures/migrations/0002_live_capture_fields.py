@@ -4,45 +4,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0001_initial'),
+        ("captures", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capture',
-            name='attempt',
+            model_name="capture",
+            name="attempt",
             field=models.IntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='attempt_group',
+            model_name="capture",
+            name="attempt_group",
             field=models.CharField(blank=True, db_index=True, max_length=64),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='finished',
+            model_name="capture",
+            name="finished",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='http_status',
+            model_name="capture",
+            name="http_status",
             field=models.IntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='request_json',
+            model_name="capture",
+            name="request_json",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='retryable',
+            model_name="capture",
+            name="retryable",
             field=models.BooleanField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='upstream',
+            model_name="capture",
+            name="upstream",
             field=models.CharField(blank=True, max_length=100),
         ),
     ]

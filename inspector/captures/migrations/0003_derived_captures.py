@@ -5,20 +5,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0002_live_capture_fields'),
+        ("captures", "0002_live_capture_fields"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capture',
-            name='derivation',
+            model_name="capture",
+            name="derivation",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='capture',
-            name='derived_from',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='derivatives', to='captures.capture'),
+            model_name="capture",
+            name="derived_from",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="derivatives",
+                to="captures.capture",
+            ),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0003_derived_captures'),
+        ("captures", "0003_derived_captures"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capture',
-            name='started_at',
+            model_name="capture",
+            name="started_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

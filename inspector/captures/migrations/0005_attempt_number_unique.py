@@ -4,14 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0004_har_timing'),
+        ("captures", "0004_har_timing"),
     ]
 
     operations = [
         migrations.AddConstraint(
-            model_name='capture',
-            constraint=models.UniqueConstraint(condition=models.Q(('attempt__isnull', False)), fields=('attempt_group', 'attempt'), name='attempt_number_unique'),
+            model_name="capture",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("attempt__isnull", False)),
+                fields=("attempt_group", "attempt"),
+                name="attempt_number_unique",
+            ),
         ),
     ]

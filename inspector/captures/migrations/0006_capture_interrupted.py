@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0005_attempt_number_unique'),
+        ("captures", "0005_attempt_number_unique"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capture',
-            name='interrupted',
+            model_name="capture",
+            name="interrupted",
             field=models.BooleanField(default=False),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0006_capture_interrupted'),
+        ("captures", "0006_capture_interrupted"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='capture',
-            name='not_stored',
+            model_name="capture",
+            name="not_stored",
             field=models.JSONField(blank=True, default=list),
         ),
     ]

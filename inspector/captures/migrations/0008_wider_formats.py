@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('captures', '0007_capture_not_stored'),
+        ("captures", "0007_capture_not_stored"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='capture',
-            name='input_format',
+            model_name="capture",
+            name="input_format",
             field=models.CharField(max_length=16),
         ),
         migrations.AlterField(
-            model_name='capture',
-            name='stream_format',
+            model_name="capture",
+            name="stream_format",
             field=models.CharField(max_length=16),
         ),
     ]

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("captures", "0011_capture_har_upload_retry_chain"),
+        ("captures", "0012_lens_run_abandoned"),
     ]
 
     operations = [

@@ -11,7 +11,11 @@ computing.
 
 The matrix also offers, for each lens that parts from strict, a plain form
 posting `lens=NAME` to the minimizer (`pages/minimize.py`): it then keeps that
-lens's divergence (`inspector/minimize/lens.py`) instead of the refusal.
+lens's divergence (`inspector/minimize/lens.py`) instead of the refusal.  Each
+form names its run (`job`) and shows its progress as the capture page's
+Minimize does: the same registry (`minimize_jobs`), status route, template
+partial (`_minimize_job.html`) and script (reproducers.js, which this page
+loads too).
 
 Stream content is untrusted: templates autoescape everything shown here.
 """
@@ -31,6 +35,7 @@ from django.views.decorators.http import require_safe
 from inspector.lenses import title
 from inspector.lenses.compare import Divergence
 
+from .. import minimize_jobs
 from ..lens_cache import (
     STATUS_TEXT,
     any_pending,
@@ -310,6 +315,10 @@ def _matrix_context(request, capture: Capture, matrix: dict[str, Any]) -> dict[s
     context = lens_table(matrix, shown, base)
     context["pager"] = shown
     context["minimize_seconds"] = f"{float(settings.INSPECTOR_MINIMIZE_SECONDS):g}"
+    # Each form names its run, as the capture page's Minimize does (pages/minimize.py).
+    context["minimize_forms"] = [
+        {"column": column, "job": minimize_jobs.new_job_id()} for column in context["minimizable"]
+    ]
     context["links"] = {
         "previous": f"{base}?page={shown.previous}#lens-matrix" if shown.has_previous else "",
         "next": f"{base}?page={shown.next}#lens-matrix" if shown.has_next else "",

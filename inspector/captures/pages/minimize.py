@@ -8,8 +8,9 @@ against that budget while the browser waits, then the POST redirects to the
 new capture.  A `lens=NAME` field keeps that lens's divergence instead of
 the refusal, on ok captures too.
 
-A `job=TOKEN` field (the page's hidden field; reproducers.js puts a fresh
-one there at each submit) names the run: while it runs, the minimizer's
+A `job=TOKEN` field (each Minimize form's hidden field, the capture page's
+and every lens form's; reproducers.js puts a fresh one there at each
+submit) names the run: while it runs, the minimizer's
 latest report is at `GET /c/<slug>/minimize/<job>` (`minimize_status`), JSON
 for the script's progress bar, or a page that reloads itself for people
 without JavaScript; once ended it gives the new capture's URL or the error.
@@ -39,6 +40,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from inspector.assembly import UnreadableInput
+from inspector.lenses import title
 from inspector.minimize import NothingToMinimize
 from inspector.minimize.lens import LensChoiceError, check_lens_name
 
@@ -70,7 +72,7 @@ async def _minimize_as_job(
 ) -> Capture:
     """`_minimize_in_worker` in its own thread, registered as `job` (when the
     form named one) from its start to its result or error."""
-    minimize_jobs.start(job, capture.slug)
+    minimize_jobs.start(job, capture.slug, lens)
     try:
         derived = await sync_to_async(_minimize_in_worker, thread_sensitive=False)(
             capture, seconds, lens, job
@@ -195,6 +197,7 @@ def _status_page(request: HttpRequest, slug: str, found: dict[str, object] | Non
     context = {
         "slug": slug,
         "job": found,
+        "lens_title": title(str(found["lens"])) if found and found["lens"] else "",
         "text": minimize_jobs.progress_text(progress),
         "fraction": progress["fraction"] if progress else 0,
     }
