@@ -372,7 +372,7 @@ def test_argument_evolution_has_a_row_per_fragment_with_text_so_far_and_state(cl
 def test_final_arguments_are_pretty_printed(client):
     capture = demo("parallel_calls_ok.sse")
     page = html(client.get(capture.get_absolute_url()))
-    assert '<pre class="json">{\n  &quot;city&quot;: &quot;Paris&quot;,\n' in page
+    assert '<pre class="json" id="call-0-final">{\n  &quot;city&quot;: &quot;Paris&quot;,\n' in page
     assert "arguments parsed" in page
 
 
