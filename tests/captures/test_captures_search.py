@@ -1,0 +1,130 @@
+"""Search across captures (`?q=` on the list page and `GET /api/captures`):
+tool names, call ids, argument text, refusal messages, titles and models, a
+substring in any case; the model filter is a substring too; filters by
+dialect and source; a fixed number of queries whatever matches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from capture_streams import DONE, chunk, sse, tool
+from django.urls import reverse
+from page_helpers import html
+
+from inspector.captures.models import Capture
+from inspector.captures.store import store_stream
+
+pytestmark = pytest.mark.django_db
+
+API = "/api/captures"
+
+
+def weather(model: str = "gpt-4o-mini-2024-07-18") -> bytes:
+    """One call get_weather(call_WX9) whose city arrives over three frames."""
+    return sse(
+        chunk(tool(0, "call_WX9", "get_weather", '{"city": "Reyk'), model=model),
+        chunk(tool(0, args="javík"), model=model),
+        chunk(tool(0, args='"}'), finish="tool_calls", model=model),
+        DONE,
+    )
+
+
+def cut() -> bytes:
+    """Refused: the stream ends inside a call (INCOMPLETE_STREAM)."""
+    return sse(chunk(tool(0, "call_cut", "read_file", '{"path": "/et'), model="claude-ish"))
+
+
+@pytest.fixture
+def stored() -> dict[str, Capture]:
+    return {
+        "weather": store_stream(weather(), stream_format="sse", title="forecast run"),
+        "cut": store_stream(cut(), stream_format="sse", title="cut short", source="proxy"),
+        "chat": store_stream(
+            sse(chunk(content="hi", finish="stop", model="gpt-4o"), DONE),
+            stream_format="sse",
+            title="Plain Chat",
+            source="ingest",
+        ),
+    }
+
+
+def listed(client, **params) -> set[str]:
+    page = html(client.get(reverse("capture-list"), params))
+    return set(re.findall(r'<td class="title"><a [^>]*>([^<]*)</a>', page))
+
+
+def api_titles(client, **params) -> set[str]:
+    response = client.get(API, params)
+    assert response.status_code == 200, response.content
+    return {row["title"] for row in response.json()["results"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "titles"),
+    [
+        ("GET_WEATHER", {"forecast run"}),  # a tool name, any case
+        ("wx9", {"forecast run"}),  # a call id
+        ("reykjav", {"forecast run"}),  # argument text spread over fragments
+        ("/et", {"cut short"}),  # argument text of a refused call
+        ("call", {"forecast run", "cut short"}),  # call ids of both
+        ("claude", {"cut short"}),  # a model
+        ("plain c", {"Plain Chat"}),  # a title
+        ("nothing like this", set()),
+    ],
+)
+def test_the_search_finds_the_text_wherever_it_is(client, stored, text, titles):
+    assert listed(client, q=text) == titles
+    assert api_titles(client, q=text) == titles
+
+
+def test_the_search_finds_refusal_messages(client, stored):
+    message = stored["cut"].assemblies.get(policy="strict").refusal_message
+    words = message.split()[1:4]  # a part of it, in another case
+    assert listed(client, q=" ".join(words).upper()) >= {"cut short"}
+
+
+def test_the_model_filter_is_a_part_of_the_name(client, stored):
+    """`gpt-4o` finds `gpt-4o-mini-…` too (it used to be an exact match)."""
+    assert listed(client, model="gpt-4o") == {"forecast run", "Plain Chat"}
+    assert listed(client, model="MINI") == {"forecast run"}
+    assert api_titles(client, model="gpt-4o") == {"forecast run", "Plain Chat"}
+
+
+def test_the_search_goes_with_the_filters(client, stored):
+    assert listed(client, q="call", source="proxy") == {"cut short"}
+    assert listed(client, q="call", outcome="ok") == {"forecast run"}
+    assert listed(client, source="ingest") == {"Plain Chat"}
+    assert listed(client, dialect="chat", q="gpt") == {"forecast run", "Plain Chat"}
+    assert listed(client, dialect="messages", q="gpt") == set()
+    assert api_titles(client, source="proxy") == {"cut short"}
+    assert client.get(API, {"source": "carrier-pigeon"}).status_code == 400
+
+
+def test_the_list_page_says_what_was_searched_escaped(client, stored):
+    page = html(client.get(reverse("capture-list"), {"q": "call"}))
+    assert '<input type="search" name="q" value="call"' in page
+    assert "2 captures holding" in page
+    hostile = html(client.get(reverse("capture-list"), {"q": "<b>x</b>"}))
+    assert "<b>x</b>" not in hostile and "&lt;b&gt;x&lt;/b&gt;" in hostile
+
+
+def test_a_search_is_paged_with_the_search_kept(client, stored, monkeypatch):
+    from inspector.captures.pages import capture_list
+
+    monkeypatch.setattr(capture_list, "CAPTURES_PER_PAGE", 1)
+    first = html(client.get(reverse("capture-list"), {"q": "call"}))
+    assert "page 1 of 2" in first and "q=call&amp;page=2" in first
+    second = html(client.get(reverse("capture-list"), {"q": "call", "page": 2}))
+    assert re.findall(r'<td class="title"><a [^>]*>([^<]*)</a>', second) == ["forecast run"]
+
+
+def test_a_search_is_a_fixed_number_of_queries(client, stored, django_assert_num_queries):
+    """The count, the page and the models offered: three, however many
+    captures, calls and fragments match; the API: the count and the page."""
+    for number in range(12):
+        store_stream(weather(), stream_format="sse", title=f"more {number}")
+    with django_assert_num_queries(3):
+        assert len(listed(client, q="reykjav", model="gpt")) == 13
+    with django_assert_num_queries(2):
+        assert client.get(API, {"q": "wx9", "per_page": 5}).json()["count"] == 13
