@@ -128,3 +128,45 @@ def test_a_search_is_a_fixed_number_of_queries(client, stored, django_assert_num
         assert len(listed(client, q="reykjav", model="gpt")) == 13
     with django_assert_num_queries(2):
         assert client.get(API, {"q": "wx9", "per_page": 5}).json()["count"] == 13
+
+
+# --- find in arguments, on one capture's page ---------------------------------------------
+
+
+def test_the_capture_page_has_a_find_in_arguments_form(client, stored):
+    capture = stored["weather"]
+    page = html(client.get(capture.get_absolute_url()))
+    action = reverse("capture-find", args=[capture.slug])
+    assert f'<form class="find-args" method="get" action="{action}"' in page
+    assert 'name="text"' in page
+
+
+@pytest.mark.parametrize(
+    ("text", "frame", "anchor"),
+    [
+        ("city", 0, "frag-0-0"),
+        ("REYKJAV", 1, "frag-0-1"),  # begins in fragment 0, completed by fragment 1
+        ('"}', 2, "frag-0-2"),
+    ],
+)
+def test_find_jumps_to_the_fragment_where_the_text_first_appears(
+    client, stored, text, frame, anchor, django_assert_num_queries
+):
+    capture = stored["weather"]
+    with django_assert_num_queries(3):
+        response = client.get(reverse("capture-find", args=[capture.slug]), {"text": text})
+    assert response.status_code == 303
+    assert response["Location"] == f"/c/{capture.slug}/frames/{frame}/#{anchor}"
+    page = html(client.get(response["Location"]))
+    assert f'<tr id="{anchor}" class="is-focus"' in page
+
+
+def test_find_says_not_found_on_the_capture_page(client, stored):
+    capture = stored["weather"]
+    url = reverse("capture-find", args=[capture.slug])
+    response = client.get(url, {"text": "<i>oslo</i>"}, follow=True)
+    assert response.redirect_chain[-1][1] == 303
+    page = html(response)
+    assert "Not found: no call&#x27;s arguments hold “&lt;i&gt;oslo&lt;/i&gt;”." in page
+    assert 'value="&lt;i&gt;oslo&lt;/i&gt;"' in page  # the form keeps the text
+    assert client.get(reverse("capture-find", args=["no-such"]), {"text": "x"}).status_code == 404
