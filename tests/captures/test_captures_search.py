@@ -165,8 +165,16 @@ def test_find_says_not_found_on_the_capture_page(client, stored):
     capture = stored["weather"]
     url = reverse("capture-find", args=[capture.slug])
     response = client.get(url, {"text": "<i>oslo</i>"}, follow=True)
-    assert response.redirect_chain[-1][1] == 303
+    assert response.redirect_chain == [
+        (f"/c/{capture.slug}/?find=%3Ci%3Eoslo%3C%2Fi%3E#calls", 303)
+    ]
     page = html(response)
-    assert "Not found: no call&#x27;s arguments hold “&lt;i&gt;oslo&lt;/i&gt;”." in page
+    assert "Not found: no call's arguments hold “&lt;i&gt;oslo&lt;/i&gt;”." in page
     assert 'value="&lt;i&gt;oslo&lt;/i&gt;"' in page  # the form keeps the text
     assert client.get(reverse("capture-find", args=["no-such"]), {"text": "x"}).status_code == 404
+
+
+def test_find_with_nothing_to_find_goes_back_to_the_calls(client, stored):
+    capture = stored["weather"]
+    response = client.get(reverse("capture-find", args=[capture.slug]), {"text": "  "})
+    assert response.status_code == 303 and response["Location"] == f"/c/{capture.slug}/#calls"

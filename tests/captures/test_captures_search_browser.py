@@ -108,10 +108,11 @@ def test_find_in_arguments_opens_the_fragment_without_javascript(
         page.screenshot(path=f"{output_path}/find_found.png")
         page.fill("form.find-args input[name=text]", "oslo")
         page.click("form.find-args button[type=submit]")
-        expect(page.locator(".message-info")).to_have_text(
+        expect(page.locator(".find-missing")).to_have_text(
             "Not found: no call's arguments hold “oslo”."
         )
         expect(page.locator("form.find-args input[name=text]")).to_have_value("oslo")
+        expect(page.locator(".find-missing")).to_be_in_viewport()
         page.screenshot(path=f"{output_path}/find_not_found.png")
     finally:
         context.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.db.models import Value
 from django.db.models.functions import StrIndex, Upper
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -35,12 +34,11 @@ def find_in_arguments(request: HttpRequest, slug: str) -> HttpResponse:
     if capture is None:
         raise Http404("no such capture")
     text = request.GET.get("text", "")[:MAX_TEXT]
-    target = _first_occurrence(capture, text) if text.strip() else None
-    if target is None:
-        said = f"“{text}”" if text.strip() else "an empty text"
-        messages.info(request, f"Not found: no call's arguments hold {said}.")
-        query = "?" + urlencode({"find": text}) if text else ""
-        return _see_other(capture.get_absolute_url() + query + "#calls")
+    if not text.strip():  # nothing to look for
+        return _see_other(f"{capture.get_absolute_url()}#calls")
+    target = _first_occurrence(capture, text)
+    if target is None:  # the page says so beside the form, which keeps the text
+        return _see_other(f"{capture.get_absolute_url()}?{urlencode({'find': text})}#calls")
     return _see_other(target)
 
 
