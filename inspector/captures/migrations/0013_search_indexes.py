@@ -20,6 +20,14 @@ def _index(model: str, column: str) -> GinIndex:
     return GinIndex(OpClass(Upper(column), name="gin_trgm_ops"), name=f"search_{model}_{column}")
 
 
+class TrigramOnPostgres(TrigramExtension):
+    """pg_trgm; Django's own skips other databases going forwards only."""
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+
 class PostgresIndexes(migrations.operations.base.Operation):
     """Add (or drop) the search indexes, on PostgreSQL only; no state change."""
 
@@ -59,6 +67,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        TrigramExtension(),  # does nothing off PostgreSQL
+        TrigramOnPostgres(),
         PostgresIndexes(),
     ]
