@@ -57,6 +57,7 @@ SHARE_PAGES = frozenset(
         "capture-result",
         "capture-lenses",
         "capture-export",
+        "capture-find",
     }
 )
 # Always reachable: logging in and out, the liveness probe.

@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # The search's trigram indexes (migration 0013, PostgreSQL only); harmless on SQLite.
+    "django.contrib.postgres",
     "channels",
     "inspector",
     "inspector.captures",

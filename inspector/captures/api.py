@@ -191,7 +191,8 @@ def _page_rows(
 
 def _list(request: HttpRequest) -> HttpResponse:
     """Captures, newest first, paged; filtered as the list page filters
-    (`CaptureFilterForm`: outcome, code, dialect, model, q, har_upload, retry_chain)."""
+    (`CaptureFilterForm`: outcome, code, dialect, source, model, har_upload,
+    retry_chain, and the search `q`)."""
     filters = CaptureFilterForm(request.GET)
     if not filters.is_valid():
         raise BadRequest(first_error(filters))

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 
 from inspector.assembly import AUTO, AUTO_DIALECT, FORMATS, HAR, JSONL, REFUSAL_CODES, SSE
 
+from . import search
 from .dialects import DIALECT_CHOICES, DIALECT_LABELS
 from .models import Capture
 from .uploads import TooLarge, check_size
@@ -137,8 +138,11 @@ class CaptureFilterForm(forms.Form):
         choices=[("", "any dialect"), *DIALECT_LABELS.items()],
         error_messages={"invalid_choice": UNKNOWN_DIALECT},
     )
-    model = forms.CharField(required=False, max_length=200)
-    q = forms.CharField(required=False, max_length=200, label="Title contains")
+    source = forms.ChoiceField(
+        required=False, choices=[("", "any source"), *Capture.Source.choices]
+    )
+    model = forms.CharField(required=False, max_length=200)  # a part of the model's name
+    q = forms.CharField(required=False, max_length=200, label="Search")
     # A HAR upload's streams (`group` is read as `har_upload` too), a retry chain's attempts.
     har_upload = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
     retry_chain = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
@@ -158,10 +162,12 @@ class CaptureFilterForm(forms.Form):
             queryset = queryset.filter(refusal_code=data["code"])
         if data["dialect"]:
             queryset = queryset.filter(dialect=data["dialect"])
-        if data["model"]:
-            queryset = queryset.filter(model=data["model"])
+        if data["source"]:
+            queryset = queryset.filter(source=data["source"])
+        if data["model"]:  # a part of its name: `gpt-4o` finds `gpt-4o-mini` too
+            queryset = queryset.filter(model__icontains=data["model"])
         if data["q"]:
-            queryset = queryset.filter(title__icontains=data["q"])
+            queryset = queryset.filter(search.matching(data["q"]))
         if data["har_upload"]:
             queryset = queryset.filter(har_upload=data["har_upload"])
         if data["retry_chain"]:

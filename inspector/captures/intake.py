@@ -67,6 +67,7 @@ class PlannedStream:
     meta: dict[str, Any] = field(default_factory=dict)
     dialect: str = AUTO_DIALECT  # forced, or auto
     hint: str | None = None  # the dialect a HAR entry's request URL names
+    stream_label: str = ""  # "stream 2 of 3" for one of a HAR's several streams
 
 
 def plan_upload(
@@ -108,6 +109,7 @@ def plan_upload(
             },
             dialect,
             dialect_from_url(stream.url),
+            f"stream {stream.position + 1} of {len(streams)}" if len(streams) > 1 else "",
         )
         for stream in streams
     ]
@@ -147,8 +149,20 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 with writing(), transaction.atomic():
                     writer.flush()
                 yield
-        writer.finish(planned.body, finished=False)
+        capture, _ = writer.finish(planned.body, finished=False)
+        if not capture.title:
+            with writing(), transaction.atomic():
+                capture.title = readable_title(capture, planned.stream_label)
+                capture.save(update_fields=["title"])
         yield
+
+
+def readable_title(capture: models.Capture, stream_label: str = "") -> str:
+    """The title of an upload given none (pasted text, an API body):
+    "format · first model · time", e.g. "sse · gpt-4o-mini · 2026-12-01 19:40 UTC"."""
+    when = capture.created.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [capture.input_format, capture.model, when, stream_label]
+    return " · ".join(part for part in parts if part)[:200]
 
 
 def _batch_frames() -> int:
@@ -269,7 +283,9 @@ def _public_url(url: str) -> str:
 
 
 def _har_title(title: str, position: int, count: int) -> str:
-    return title if count == 1 else f"{title} [stream {position + 1} of {count}]"
+    """The title given, numbered when the HAR holds several streams; none
+    when none was given (`readable_title` then names each)."""
+    return title if count == 1 or not title else f"{title} [stream {position + 1} of {count}]"
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Revoking a share link: `POST /c/<slug>/rotate/` gives the capture a new
+"""Revoking a share link: `GET /c/<slug>/rotate/` asks for confirmation (a
+plain page with the form, no JavaScript), and `POST /c/<slug>/rotate/` gives the capture a new
 random slug (128 bits, as every slug) and goes to its new address.  The old
 link then answers 404 everywhere: its pages, downloads, the API and the
 websocket, as they all find a capture by its slug.
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db import IntegrityError, transaction
-from django.http import Http404, HttpResponseRedirect
-from django.views.decorators.http import require_POST
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
 
 from .models import Capture, new_slug
 
@@ -36,12 +38,15 @@ def rotate_slug(capture: Capture) -> str:
     raise RuntimeError("could not draw a free slug")
 
 
-@require_POST
-def rotate_view(request, slug):
+@require_http_methods(["GET", "POST"])
+def rotate_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: the confirmation page; POST: the new slug, and its page."""
     try:
-        capture = Capture.objects.only("id", "slug", "outcome").get(slug=slug)
+        capture = Capture.objects.only("id", "slug", "outcome", "title").get(slug=slug)
     except Capture.DoesNotExist:
         raise Http404("no such capture") from None
+    if request.method == "GET":
+        return render(request, "inspector/rotate_confirm.html", {"capture": capture})
     if capture.outcome == Capture.Outcome.LIVE:
         messages.error(
             request, "This capture is still being recorded: revoke its link once it ends."

@@ -5,7 +5,7 @@ comparison of two captures."""
 from django.urls import path
 
 from . import sharing
-from .pages import capture, capture_list, compare, downloads, export, lenses, minimize, upload
+from .pages import capture, capture_list, compare, downloads, export, find, lenses, minimize, upload
 
 urlpatterns = [
     path("", capture_list.capture_list, name="capture-list"),
@@ -13,6 +13,7 @@ urlpatterns = [
     path("compare/", compare.compare_page, name="compare"),
     path("c/<str:slug>/", capture.capture_page, name="capture"),
     path("c/<str:slug>/frames/<int:n>/", capture.frame_page, name="frame"),
+    path("c/<str:slug>/find/", find.find_in_arguments, name="capture-find"),
     path("c/<str:slug>/raw", downloads.download_raw, name="capture-raw"),
     path("c/<str:slug>/result.json", downloads.download_result, name="capture-result"),
     path("c/<str:slug>/lenses/", lenses.lens_page, name="capture-lenses"),

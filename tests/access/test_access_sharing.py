@@ -125,8 +125,13 @@ def test_revoking_a_link_rotates_the_slug_and_the_old_link_is_gone(client, open_
     capture = store(refused_stream(), title="leaked")
     old = capture.slug
     page = client.get(capture.get_absolute_url()).content.decode()
-    assert re.search(rf'<form class="share-link" method="post" action="/c/{old}/rotate/"', page)
-    assert "Revoke link" in page
+    assert f'<a class="button" href="/c/{old}/rotate/" data-rotate-button>' in page
+    assert "Revoke link…" in page
+    confirm = client.get(f"/c/{old}/rotate/").content.decode()  # asks first
+    assert re.search(
+        rf'<form class="rotate-confirm" method="post" action="/c/{old}/rotate/"', confirm
+    )
+    assert Capture.objects.get(pk=capture.pk).slug == old
 
     response = client.post(f"/c/{old}/rotate/", follow=True)
     new = Capture.objects.get(pk=capture.pk).slug
@@ -141,9 +146,13 @@ def test_revoking_a_link_rotates_the_slug_and_the_old_link_is_gone(client, open_
     assert b"INVALID_ARGUMENTS" in client.get(f"/c/{new}/").content
 
 
-def test_revoking_needs_a_post(client, open_mode):
+def test_revoking_needs_a_post_a_get_only_asks(client, open_mode):
     capture = store(title="get")
-    assert client.get(f"/c/{capture.slug}/rotate/").status_code == 405
+    page = client.get(f"/c/{capture.slug}/rotate/").content.decode()
+    assert "Revoke this capture's link?" in page and 'name="csrfmiddlewaretoken"' in page
+    assert f'<a class="button" href="/c/{capture.slug}/">Cancel</a>' in page
+    assert client.put(f"/c/{capture.slug}/rotate/").status_code == 405
+    assert client.get("/c/no-such-slug/rotate/").status_code == 404
     assert client.post("/c/no-such-slug/rotate/").status_code == 404
     assert Capture.objects.get(pk=capture.pk).slug == capture.slug
 
@@ -198,7 +207,7 @@ def test_share_link_then_login_then_revoke_in_a_browser(
     expect(page.locator("h1")).to_have_text("shared in a browser")
     expect(page.locator(".shared-note")).to_have_text("shared capture, read-only")
     expect(page.locator("form.minimize")).to_have_count(0)
-    expect(page.locator("form.share-link")).to_have_count(0)
+    expect(page.locator(".share-link")).to_have_count(0)
     expect(page.locator("header.site nav")).to_have_count(0)
     page.screenshot(path=f"{output_path}/share_view.png")
 
@@ -213,7 +222,11 @@ def test_share_link_then_login_then_revoke_in_a_browser(
     expect(page.locator("header.site .account")).to_contain_text("ada")
     page.screenshot(path=f"{output_path}/logged_in.png")
 
-    page.click("form.share-link button[type=submit]")
+    page.click(".share-link [data-rotate-button]")
+    expect(page).to_have_url(url + f"/c/{old}/rotate/")
+    expect(page.locator("h1")).to_have_text("Revoke this capture's link?")
+    assert Capture.objects.get(pk=capture.pk).slug == old  # nothing yet
+    page.click("form.rotate-confirm button[type=submit]")
     expect(page.locator(".message-success")).to_contain_text("Share link revoked")
     new = Capture.objects.get(pk=capture.pk).slug
     assert new != old

@@ -70,7 +70,22 @@ def test_the_format_comes_from_the_name_the_bytes_or_the_caller(data, name, fmt,
     [capture] = store_upload(data, name=name, fmt=fmt)
     assert capture.input_format == capture.stream_format == expected
     assert capture.outcome == "ok"
-    assert capture.title == (name or "")
+    assert capture.title == (name or intake.readable_title(capture))
+
+
+@pytest.mark.django_db
+def test_an_untitled_upload_is_named_by_format_model_and_time():
+    """Pasted text or an API body with no title: "format · first model · time", not the slug."""
+    [capture] = store_upload(JSONL)
+    when = capture.created.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    assert capture.title == f"jsonl · gpt-intake · {when} UTC"
+    assert models.Capture.objects.get(pk=capture.pk).title == capture.title  # stored
+    stored = store_upload(har(entry("https://a.example/v1/x", SSE.decode()), entry("b", "")))
+    first, second = (c.created.astimezone(UTC).strftime("%Y-%m-%d %H:%M") for c in stored)
+    assert [c.title for c in stored] == [
+        f"har · gpt-intake · {first} UTC · stream 1 of 2",
+        f"har · {second} UTC · stream 2 of 2",  # an empty stream names no model
+    ]
 
 
 @pytest.mark.django_db

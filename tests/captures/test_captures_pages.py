@@ -95,7 +95,9 @@ def test_list_filters_by_outcome_refusal_model_and_title(client):
     assert titles(outcome="refused", refusal="IDENTITY_CONFLICT") == {"renamed call"}
     assert titles(outcome="refused", code="IDENTITY_CONFLICT") == {"renamed call"}
     assert titles(model="gpt-test") == {"chat"}
-    assert titles(q="CALL") == {"parallel calls", "renamed call"}
+    # The search reads titles and the calls' ids (`call_…`): every capture with a call.
+    assert titles(q="CALL") == {"parallel calls", "ambiguous one", "renamed call"}
+    assert titles(q="renamed") == {"renamed call"}
     assert titles(outcome="refused", q="parallel") == set()
 
 

@@ -214,6 +214,8 @@ def test_pages_reference_script_only_as_a_deferred_static_file(client):
             expected.append('<script src="/static/inspector/live.js" defer>')
         if url.startswith("/c/"):  # the lens matrix and the Minimize button
             expected.append('<script src="/static/inspector/reproducers.js" defer>')
+        if url == "/upload/":  # the progress bar while a file is sent
+            expected.append('<script src="/static/inspector/upload.js" defer>')
         assert scripts == expected
 
 

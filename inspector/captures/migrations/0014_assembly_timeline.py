@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("captures", "0012_lens_run_abandoned"),
+        ("captures", "0013_search_indexes"),
     ]
 
     operations = [

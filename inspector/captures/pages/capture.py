@@ -118,6 +118,7 @@ def render_capture(request: HttpRequest, capture: Capture, focus: int | None) ->
         "attempts": attempts(capture),
         "live": live,
         "dialect_note": dialect_note(capture.dialect, capture.dialect_basis),
+        "find_text": request.GET.get("find", "")[:200],  # after "not found" (`find.py`)
         **_verdict_context(capture, strict, links),
         **_frames_context(frames_pager, rows, total, links),
         **_calls_context(request, capture, strict, calls_pager, focus, links),

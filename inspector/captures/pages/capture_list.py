@@ -1,5 +1,6 @@
 """The capture list (`/`): the captures, newest first, paged and filtered by
-outcome, refusal code, dialect, model, text, HAR upload and retry chain."""
+outcome, refusal code, dialect, source, model, HAR upload, retry chain, and a
+search (`q`: tool names, call ids, arguments, refusals, titles, models; `search.py`)."""
 
 from __future__ import annotations
 
@@ -42,5 +43,6 @@ def capture_list(request: HttpRequest) -> HttpResponse:
         "query": urlencode(kept),
         "filtered": bool(kept),
         "har_upload": filters.cleaned_data.get("har_upload") if valid else "",
+        "searched": filters.cleaned_data.get("q") if valid else "",
     }
     return render(request, "inspector/capture_list.html", context, status=200 if valid else 400)

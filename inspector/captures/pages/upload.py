@@ -4,6 +4,7 @@ text, validated by the same form as the API's uploads (`captures/forms.py`)."""
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import urlencode
 
 from django.core.exceptions import RequestDataTooBig
@@ -58,7 +59,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         form.add_error(None, f"Can't read this input: {error}")
         return _upload_refused(request, form, too_large=True)
     except UnreadableInput as error:
-        form.add_error(None, f"Can't read this input: {error}")
+        form.add_error(None, f"Can't read this input: {in_form_words(str(error))}")
         return _upload_refused(request, form)
     except (ValueError, DatabaseError) as error:  # e.g. text the database can't hold
         log.warning("upload could not be stored: %s", error)
@@ -78,6 +79,15 @@ def _upload_refused(
     the API answers), else 400."""
     status = 413 if too_large else 400
     return render(request, "inspector/upload.html", {"form": form}, status=status)
+
+
+# The reader's advice names the command line's choices; the page has a Format field.
+_CHOOSE_FORMAT = re.compile(r"choose (?:it|the format) \(sse, jsonl, json-array or har\)")
+
+
+def in_form_words(message: str) -> str:
+    """An unreadable input's reason as the upload form says it: its fields, not `--format`."""
+    return _CHOOSE_FORMAT.sub("choose it in the Format field (SSE, JSON Lines or HAR)", message)
 
 
 def _sentence(text: str) -> str:
