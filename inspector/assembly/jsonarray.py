@@ -54,6 +54,21 @@ class JSONArrayReader:
         self._count = 0
         self.cut_between = False
 
+    @property
+    def whole(self) -> bool:
+        """The input is one whole object (a body), not an array."""
+        return self._whole
+
+    @property
+    def opened(self) -> bool:
+        """The input opened an array with `[`."""
+        return self._phase != START and not self._whole
+
+    @property
+    def closed(self) -> bool:
+        """The array's `]` was read."""
+        return self._phase == CLOSED and not self._whole
+
     def feed(self, data: bytes) -> list[Frame]:
         return self._scan(self._decode(data))
 
