@@ -57,7 +57,8 @@ class JSONArrayReader:
         self._in_string = False
         self._escape = False
         self._count = 0
-        self._separator = ""  # `}`, the last separator between objects, `{`
+        self._separator = ""  # `}`, the separator between objects looked for, `{`
+        self._seen = ""  # the last separator read with a regular expression
         self.cut_between = False
 
     @property
@@ -143,9 +144,9 @@ class JSONArrayReader:
 
         A candidate end is a `}` before a `,` and `{` (the separator is
         read with it), or before the `]` that ends the text; first looked
-        for as the last separator seen (`str.find`: a stream repeats its
-        separator, and a regular expression's match is one more object for
-        the garbage collector per element), else with `_OBJECT_END`.  A
+        for as the separator the stream repeats (`_learn`; `str.find` is
+        cheaper than a regular expression's match, one more object for the
+        garbage collector per element), else with `_OBJECT_END`.  A
         candidate whose prefix parses is the object's end, since no other
         prefix of an object is one JSON object: both ways end a well-formed
         object at the same place, so how the bytes were cut does not
@@ -160,6 +161,8 @@ class JSONArrayReader:
             if at >= 0:
                 end, following = at + 1, at + len(separator) - 1
             else:
+                if separator:  # not in the rest of the text: learn one again
+                    separator = self._separator = ""
                 found = search(text, pos)
                 if found is None:
                     break
@@ -170,7 +173,10 @@ class JSONArrayReader:
                 payload = loads(element)
             except orjson.JSONDecodeError:
                 tries += 1
-                pos = pos if at >= 0 else end  # a separator found: look again from pos
+                if at >= 0:  # not where this element ends: learn one again, look from pos
+                    separator = self._separator = ""
+                else:
+                    pos = end
                 continue
             frames.append(parsed_frame(self._count, element, element, payload))
             self._count += 1
@@ -178,11 +184,22 @@ class JSONArrayReader:
                 self._phase = AFTER
                 return end
             if at < 0:
-                self._separator = separator = text[end - 1 : following + 1]
+                separator = self._learn(text[end - 1 : following + 1])
             start = pos = following  # the next element's `{`
             tries = 0
         self._phase = ELEMENT
         return start
+
+    def _learn(self, separator: str) -> str:
+        """The separator to look for next: one seen twice in a row.  A
+        separator that is not found, or not where an element ends, is
+        forgotten until it is seen twice in a row again, so the text a
+        search for it passes over is never passed over again (no quadratic
+        time when the separators change)."""
+        if separator == self._seen:
+            self._separator = separator
+        self._seen = separator
+        return self._separator
 
     def _element(self, text: str, pos: int, frames: list[Frame]) -> int:
         """Walk one element from `pos`; return where to go on."""
