@@ -40,7 +40,6 @@ ALLOWED_CYCLES: set[frozenset[str]] = set()
 HOT_LOOP: dict[str, str] = {
     "inspector.assembly.chat:_tool_delta": "every chat tool-call delta",
     "inspector.assembly.responses:chunk": "every Responses event's dispatch",
-    "inspector.assembly.gemini:_pieces": "every Gemini partialArgs piece",
 }
 MAX_LINES = 60
 MAX_COMPLEXITY = 20  # radon's grade C ends at 20

@@ -107,10 +107,32 @@ def classify(
         )
     if type(payload) is not dict:
         return Frame(number, FrameKind.INVALID, raw, data, unterminated=unterminated, event=event)
+    return Frame(
+        number, _kind_of(payload), raw, data, payload, unterminated=unterminated, event=event
+    )
+
+
+def parsed_frame(
+    number: int,
+    raw: str,
+    data: str,
+    payload: Any,
+    *,
+    unterminated: bool = False,
+    event: str | None = None,
+) -> Frame:
+    """The frame whose data `data` parsed as `payload` (a reader that had to
+    parse it already, to find where it ends, hands the value over)."""
+    if type(payload) is not dict:
+        return Frame(number, FrameKind.INVALID, raw, data, unterminated=unterminated, event=event)
+    return Frame(
+        number, _kind_of(payload), raw, data, payload, unterminated=unterminated, event=event
+    )
+
+
+def _kind_of(payload: dict[str, Any]) -> FrameKind:
     if _is_error_payload(payload):
-        kind = FrameKind.ERROR
-    elif len(payload) == 1 and payload.get("type") == "ping":
-        kind = FrameKind.PING
-    else:
-        kind = FrameKind.CHUNK
-    return Frame(number, kind, raw, data, payload, unterminated=unterminated, event=event)
+        return FrameKind.ERROR
+    if len(payload) == 1 and payload.get("type") == "ping":
+        return FrameKind.PING
+    return FrameKind.CHUNK

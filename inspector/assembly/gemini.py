@@ -211,6 +211,18 @@ class GeminiDialect(Dialect):
         steps, parts = self.pending[call].pop(path)
         set_at(call.value, steps, "".join(parts), extend=False)
 
+    def _flush_overlapping(self, call: Call, steps: list[str | int]) -> None:
+        """Write the pending strings at `steps`, above it or under it before
+        anything is set there: the value is then what setting every piece
+        at once would have made (a parent set to null, then to a string,
+        replaces the string under it), and pending paths never overlap, so
+        no later join can fail."""
+        pending = self.pending[call]
+        for path, (held, _) in list(pending.items()):
+            shorter = min(len(held), len(steps))
+            if held[:shorter] == steps[:shorter]:
+                self._flush(call, path)
+
     def at_end(self, end: int | None) -> None:
         for call in self.open.values():
             self._settle_value(call)
@@ -218,15 +230,15 @@ class GeminiDialect(Dialect):
     def _pieces(self, number: int, choice: Choice, call: Call, pieces: Any) -> None:
         """Apply `partialArgs` entries: each sets (or, continuing its path,
         extends) the value at its jsonPath; each is one fragment."""
-        core = self.core
-        continuing = self.continuing[call]
-        for piece in pieces if type(pieces) is list else []:
+        append, continuing, pending = self.core.append, self.continuing[call], self.pending[call]
+        for piece in pieces if type(pieces) is list else ():
             if type(piece) is not dict:
                 continue
             path = piece.get("jsonPath")
-            key = next((k for k in VALUE_KEYS if k in piece), None)
+            more = piece.get("willContinue") is True
+            key = "stringValue" if "stringValue" in piece else _value_key(piece)
             if key is None and type(path) is str:
-                continuing[path] = piece.get("willContinue") is True
+                continuing[path] = more
                 continue
             value = piece.get(key) if key is not None else None
             if key == "nullValue":
@@ -234,27 +246,34 @@ class GeminiDialect(Dialect):
             elif key == "numberValue" and type(value) is float and value.is_integer():
                 value = int(value)
             extend = type(path) is str and continuing.get(path, False)
-            pending = self.pending[call]
-            try:
-                if type(path) is not str:
-                    raise PathError("a partialArgs piece without a jsonPath")
-                if extend and path in pending and type(value) is str:
-                    pending[path][1].append(value)
-                else:
-                    if path in pending:
-                        self._flush(call, path)
-                    steps = parse_path(path)
-                    set_at(call.value, steps, value, extend=extend)
-                    if type(value) is str and piece.get("willContinue") is True:
-                        pending[path] = (steps, [_value_at(call.value, steps)])
-                if piece.get("willContinue") is not True and path in pending:
+            if extend and type(value) is str and path in pending:  # the hot path
+                pending[path][1].append(value)
+                if not more:
                     self._flush(call, path)
-            except PathError as error:
-                self._invalid(number, call, str(error))
+            elif not self._set(number, call, path, value, extend, more):
                 return
-            fragment = f"{path} {'+=' if extend else '='} {compact(value)}"
-            core.append(number, choice, call, fragment)
-            continuing[path] = piece.get("willContinue") is True
+            append(number, choice, call, f"{path} {'+=' if extend else '='} {compact(value)}")
+            continuing[path] = more
+
+    def _set(
+        self, number: int, call: Call, path: Any, value: Any, extend: bool, more: bool
+    ) -> bool:
+        """Set (or extend) the value at `path`; a string that goes on is kept
+        as pieces, joined once its path stops continuing (joining per piece
+        would be quadratic).  False after refusing a path that can't be read."""
+        pending = self.pending[call]
+        try:
+            if type(path) is not str:
+                raise PathError("a partialArgs piece without a jsonPath")
+            steps = parse_path(path)
+            self._flush_overlapping(call, steps)
+            set_at(call.value, steps, value, extend=extend)
+            if type(value) is str and more:
+                pending[path] = (steps, [_value_at(call.value, steps)])
+        except PathError as error:
+            self._invalid(number, call, str(error))
+            return False
+        return True
 
     def _invalid(self, number: int, call: Call, message: str) -> None:
         call.invalid_at = {"frame": number, "offset": call.scanner.length, "message": message}
@@ -292,6 +311,14 @@ class GeminiDialect(Dialect):
 
     def malformed_message(self, call: Call, missing: list[str]) -> str:
         return f"{self.describe(call)} has no name"
+
+
+def _value_key(piece: dict[str, Any]) -> str | None:
+    """The first of VALUE_KEYS the piece holds."""
+    for key in VALUE_KEYS:
+        if key in piece:
+            return key
+    return None
 
 
 def _value_at(root: Any, steps: list[str | int]) -> Any:

@@ -3,12 +3,17 @@ cut anywhere; and a whole non-streamed body (one JSON object), read the
 same way as a one-element stream.
 
 Theory of operation: the text is decoded incrementally (as the line
-splitter does) and walked with regular expressions from one structural
-character to the next, keeping only a depth, an inside-string flag and an
-escape flag, so each character is looked at a bounded number of times and
-a cut anywhere gives the same frames.  An element ends where its brackets
-close, or, for a bare value, at the `,` or `]` after it.  Each element is
-classified like SSE data (`frames.classify`).
+splitter does).  Object elements that end inside the decoded text are read
+on a fast path (`_objects`): the end is the first likely `}` whose prefix
+parses, and that parse is the frame's payload, so each element is parsed
+once.  Anything else (an element the text cuts, a bare value, an element
+whose likely ends all fail) is walked with regular expressions from one
+structural character to the next, keeping only a depth, an inside-string
+flag and an escape flag, so each character is looked at a bounded number
+of times.  Both ways end an element at the same place, so a cut anywhere
+gives the same frames.  An element ends where its brackets close, or, for a
+bare value, at the `,` or `]` after it.  A walked element is classified
+like SSE data (`frames.classify`).
 
 At the end: an element the input cut is a frame marked unterminated (its
 data does not parse: `INCOMPLETE_STREAM` at it, as a cut SSE block); an
@@ -24,7 +29,7 @@ import re
 
 import orjson
 
-from .frames import Frame, classify
+from .frames import Frame, classify, parsed_frame
 from .lines import BOM
 
 _OUTSIDE = re.compile(r'[\[\]{}",]')
@@ -32,9 +37,9 @@ _INSIDE = re.compile(r'["\\]')
 _NON_BLANK = re.compile(r"[^ \t\r\n]")
 # Where an object element may end: a `}` before `, {` (the next element) or
 # before a `]` that ends the text (the array's end).  Only a hint: the
-# candidate must balance and parse, else the slow walk decides.
-_OBJECT_END = re.compile(r"\}(?=[ \t\r\n]*(?:,[ \t\r\n]*\{|\][ \t\r\n]*\Z))")
-FAST_TRIES = 8
+# candidate must parse, else the slow walk decides.
+_OBJECT_END = re.compile(r"\}[ \t\r\n]*(?:(,)[ \t\r\n]*(?=\{)|(?=\][ \t\r\n]*\Z))")
+FAST_TRIES = 4
 
 START, BETWEEN, AFTER, ELEMENT, CLOSED = range(5)
 
@@ -52,7 +57,24 @@ class JSONArrayReader:
         self._in_string = False
         self._escape = False
         self._count = 0
+        self._separator = ""  # `}`, the separator between objects looked for, `{`
+        self._seen = ""  # the last separator read with a regular expression
         self.cut_between = False
+
+    @property
+    def whole(self) -> bool:
+        """The input is one whole object (a body), not an array."""
+        return self._whole
+
+    @property
+    def opened(self) -> bool:
+        """The input opened an array with `[`."""
+        return self._phase != START and not self._whole
+
+    @property
+    def closed(self) -> bool:
+        """The array's `]` was read."""
+        return self._phase == CLOSED and not self._whole
 
     def feed(self, data: bytes) -> list[Frame]:
         return self._scan(self._decode(data))
@@ -108,43 +130,76 @@ class JSONArrayReader:
             elif char == ",":
                 self._phase = BETWEEN
                 pos += 1
+            elif char == "{":
+                pos = self._objects(text, pos, frames)
             else:
-                closed = self._whole_object(text, pos) if char == "{" else -1
-                if closed < 0:
-                    self._phase = ELEMENT
-                else:
-                    frames.append(self._frame(text[pos:closed]))
-                    self._phase = AFTER
-                    pos = closed
+                self._phase = ELEMENT
         return frames
 
-    def _whole_object(self, text: str, pos: int) -> int:
-        """The fast path: where the object starting at `pos` ends, when that
-        is in `text` and it parses (the first `}` before a `,` or `]` whose
-        prefix is one JSON object: no shorter prefix of an object is one);
-        -1 to walk it character class by character class instead.  Both
-        ways end a well-formed object at the same place, so how the bytes
-        were cut does not matter."""
-        start = pos
-        for _ in range(FAST_TRIES):
-            found = _OBJECT_END.search(text, pos)
-            if found is None:
-                return -1
-            end = found.end()
-            # Unbalanced brackets: not the end (or braces inside strings: the
-            # slow walk decides).  Cheaper than a parser's error.
-            if text.count("{", start, end) != text.count("}", start, end) or text.count(
-                "[", start, end
-            ) != text.count("]", start, end):
-                pos = end
-                continue
+    def _objects(self, text: str, pos: int, frames: list[Frame]) -> int:
+        """The fast path: object elements from `pos` on, one after the
+        other, each a frame when it ends in `text` and parses; where to go
+        on (the phase set: AFTER at the array's last element, else ELEMENT
+        for the slow walk of the element at the position returned).
+
+        A candidate end is a `}` before a `,` and `{` (the separator is
+        read with it), or before the `]` that ends the text; first looked
+        for as the separator the stream repeats (`_learn`; `str.find` is
+        cheaper than a regular expression's match, one more object for the
+        garbage collector per element), else with `_OBJECT_END`.  A
+        candidate whose prefix parses is the object's end, since no other
+        prefix of an object is one JSON object: both ways end a well-formed
+        object at the same place, so how the bytes were cut does not
+        matter.  A `}` inside a string that looks like an end fails to
+        parse; after FAST_TRIES of those the slow walk takes over, so an
+        element is parsed a bounded number of times.  The value parsed is
+        the frame's payload: each element is parsed once."""
+        search, loads, separator = _OBJECT_END.search, orjson.loads, self._separator
+        start, tries = pos, 0
+        while tries < FAST_TRIES:
+            at = text.find(separator, pos) if tries == 0 and separator else -1
+            if at >= 0:
+                end, following = at + 1, at + len(separator) - 1
+            else:
+                if separator:  # not in the rest of the text: learn one again
+                    separator = self._separator = ""
+                found = search(text, pos)
+                if found is None:
+                    break
+                end = found.start() + 1
+                following = found.end() if found.group(1) is not None else -1
+            element = text[start:end]
             try:
-                orjson.loads(text[start:end])
+                payload = loads(element)
             except orjson.JSONDecodeError:
-                pos = end
+                tries += 1
+                if at >= 0:  # not where this element ends: learn one again, look from pos
+                    separator = self._separator = ""
+                else:
+                    pos = end
                 continue
-            return end
-        return -1
+            frames.append(parsed_frame(self._count, element, element, payload))
+            self._count += 1
+            if following < 0:  # before the `]` that ends the text
+                self._phase = AFTER
+                return end
+            if at < 0:
+                separator = self._learn(text[end - 1 : following + 1])
+            start = pos = following  # the next element's `{`
+            tries = 0
+        self._phase = ELEMENT
+        return start
+
+    def _learn(self, separator: str) -> str:
+        """The separator to look for next: one seen twice in a row.  A
+        separator that is not found, or not where an element ends, is
+        forgotten until it is seen twice in a row again, so the text a
+        search for it passes over is never passed over again (no quadratic
+        time when the separators change)."""
+        if separator == self._seen:
+            self._separator = separator
+        self._seen = separator
+        return self._separator
 
     def _element(self, text: str, pos: int, frames: list[Frame]) -> int:
         """Walk one element from `pos`; return where to go on."""

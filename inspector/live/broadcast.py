@@ -19,11 +19,13 @@ recording, since viewers are best effort and the database has everything.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from inspector.captures.pages.frames import live_frame_row
 from inspector.captures.records import RefusalRecord, refusal_record
 
 if TYPE_CHECKING:
@@ -46,8 +48,8 @@ def capture_group(slug: str) -> str:
 class FrameEntry(TypedDict):
     number: int
     kind: str
-    raw: str
     arrived_ms: float | None
+    html: str  # the row the capture page shows for it, rendered here: the browser only inserts it
 
 
 class FragmentEntry(TypedDict):
@@ -75,8 +77,21 @@ class CallEntry(TypedDict):
 RefusalEntry = RefusalRecord
 
 
-def frame_entry(number: int, kind: str, raw: str, arrived_ms: float | None) -> FrameEntry:
-    return {"number": number, "kind": kind, "raw": raw, "arrived_ms": arrived_ms}
+def frame_entry(
+    slug: str,
+    number: int,
+    kind: str,
+    raw: str,
+    arrived_ms: float | None,
+    *,
+    calls: Sequence[int] = (),
+    marks: Sequence[str] = (),
+) -> FrameEntry:
+    """A frame as a viewer gets it: its row of the capture page's frames
+    table (event name and JSON type, raw text, permalink), rendered by the
+    page's own template."""
+    html = live_frame_row(slug, number, kind, raw, arrived_ms, calls=calls, marks=marks)
+    return {"number": number, "kind": kind, "arrived_ms": arrived_ms, "html": html}
 
 
 def call_entry(call: Call, first_fragment: int = 0) -> CallEntry:

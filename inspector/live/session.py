@@ -97,7 +97,8 @@ class LiveCapture:
     def _message(self, frames: list, now: float) -> FramesMessage | None:
         if not frames:
             return None
-        entries = [frame_entry(f.number, f.kind.value, f.raw, now) for f in frames]
+        slug = self.capture.slug
+        entries = [frame_entry(slug, f.number, f.kind.value, f.raw, now) for f in frames]
         return frames_message(
             self.capture.slug, entries, self._touched_calls(), refusal_entry(self.strict.refusal)
         )

@@ -61,7 +61,7 @@ class SnapshotPager:
         rows = list(
             self.capture.frames.filter(number__gt=self._read_up_to)
             .order_by("number")
-            .only("number", "kind", "raw", "arrived_ms")[: self.size]
+            .only("number", "kind", "raw", "arrived_ms", "calls", "marks")[: self.size]
         )
         if rows:
             self._read_up_to = rows[-1].number
@@ -76,7 +76,15 @@ class SnapshotPager:
         return self._message(entries, more=not last)
 
     def _entry(self, row: models.Frame) -> FrameEntry:
-        return frame_entry(row.number, row.kind, row.raw, row.arrived_ms)
+        return frame_entry(
+            self.capture.slug,
+            row.number,
+            row.kind,
+            row.raw,
+            row.arrived_ms,
+            calls=row.calls,
+            marks=row.marks,
+        )
 
     def _feed(self, rows: list[models.Frame]) -> None:
         if self._stream is not None:

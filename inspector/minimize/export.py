@@ -20,7 +20,10 @@ as in the conformance cases, only its frame is pinned.  Messages are never pinne
 
 JSON Lines become SSE: each line one `data:` block (the `[DONE]` line
 `data: [DONE]`), so frames keep their numbers and the result is the same;
-a HAR gives its chosen event stream.  An SSE stream is exported byte for byte.
+so does a JSON array, each element one block (its lines each a `data:`
+line); an array the input left without its `]` has no SSE form (SSE has no
+such cut) and is not exported.  A HAR gives its chosen event stream.  An
+SSE stream is exported byte for byte.
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from typing import Any
 from inspector.assembly import (
     AUTO,
     HAR,
+    JSON_ARRAY,
     JSONL,
     LENIENT,
     POLICIES,
     SSE,
     STRICT,
     FrameKind,
+    JSONArrayReader,
     JSONLReader,
     Result,
     UnreadableInput,
@@ -58,8 +63,10 @@ def to_sse(data: bytes, fmt: str, *, entry: int = 0) -> bytes:
         return stream_bytes(data, HAR, entry)[1]
     if fmt == SSE:
         return data
+    if fmt == JSON_ARRAY:
+        return _array_to_sse(data)
     if fmt != JSONL:
-        raise UnreadableInput(f"unknown format {fmt!r}: use sse, jsonl or har")
+        raise UnreadableInput(f"unknown format {fmt!r}: use sse, jsonl, json-array or har")
     reader = JSONLReader()
     frames = reader.feed(data)
     frames.extend(reader.close())
@@ -68,6 +75,21 @@ def to_sse(data: bytes, fmt: str, *, entry: int = 0) -> bytes:
         # The line is the frame's data; "data: " + line gives that data back.
         data_text = "[DONE]" if frame.kind is FrameKind.DONE else frame.raw
         blocks.append(f"data: {data_text}\n\n")
+    return "".join(blocks).encode()
+
+
+def _array_to_sse(data: bytes) -> bytes:
+    reader = JSONArrayReader()
+    frames = [*reader.feed(data), *reader.close()]
+    if reader.cut_between:
+        raise UnreadableInput(
+            "this JSON array ended before its ']': SSE has no such cut, so it has no SSE form"
+        )
+    blocks = []
+    for frame in frames:
+        lines = frame.raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        block = "".join(f"data: {line}\n" for line in lines)
+        blocks.append(block if frame.unterminated else block + "\n")
     return "".join(blocks).encode()
 
 
@@ -138,7 +160,7 @@ def regression_case(
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
     sse = to_sse(data, fmt, entry=entry)
     result = assemble(sse, fmt=SSE, policy=policy)
-    if fmt in (JSONL, AUTO) and sse is not data:
+    if fmt in (JSONL, JSON_ARRAY, AUTO) and sse is not data:
         original = assemble(data, fmt=fmt, policy=policy, entry=entry).to_dict()
         if original != result.to_dict():  # a guard: the conversion keeps every frame
             raise ValueError("the stream assembles differently once written as SSE")

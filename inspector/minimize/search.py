@@ -18,7 +18,7 @@ from typing import Any
 from .ddmin import DDStats, ddmin
 from .entries import Ref, edit_entries, entry_refs, fragment
 from .envelope import key_refs, replace_string, short_strings, shorter_versions, without_keys
-from .frames import MinFrame, serialise
+from .frames import Framing, MinFrame
 from .progress import Progress, ProgressCallback
 
 Predicate = Callable[[bytes], bool]
@@ -66,14 +66,15 @@ class Search:
     def __init__(
         self,
         frames: list[MinFrame],
-        fmt: str,
+        framing: Framing,
         limit: int,
         target: Predicate,
         budget: Budget,
         progress: ProgressCallback | None = None,
         wanted: str = "",
     ) -> None:
-        self.frames, self.fmt, self.target, self.budget = frames, fmt, target, budget
+        self.frames, self.framing, self.target, self.budget = frames, framing, target, budget
+        self.fmt = framing.fmt
         self.progress, self.wanted = progress, wanted
         self.limit = self.best = limit  # never accept anything longer than the original
         self.original = (limit, len(frames))
@@ -86,7 +87,7 @@ class Search:
 
     def fails(self, frames: list[MinFrame]) -> bool:
         """The predicate every pass uses: the candidate's bytes meet the target."""
-        data = serialise(frames, self.fmt)
+        data = self.framing.write(frames)
         if len(data) > self.limit:
             return False
         digest = key(data)
@@ -136,11 +137,11 @@ class Search:
             self.timed_out = True
             return
         self.pass_name = name
-        before = len(serialise(self.frames, self.fmt))
+        before = len(self.framing.write(self.frames))
         frames_before, tests_before = len(self.frames), self.tests_run
         self.report(before, frames_before, force=True)
         step()
-        after = len(serialise(self.frames, self.fmt))
+        after = len(self.framing.write(self.frames))
         self.reports.append(
             PassReport(
                 name=name,

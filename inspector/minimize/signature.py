@@ -12,7 +12,8 @@ a different signature is another bug, not a smaller one, so the minimizer
 keeps the whole signature:
 
 * `code` and `dialect` (chat, responses, messages, gemini);
-* `cause`: for INCOMPLETE_STREAM, why (cut mid-frame, unfinished, empty);
+* `cause`: for INCOMPLETE_STREAM, why (cut mid-frame, unfinished, a JSON
+  array left without its `]`, empty);
 * the failing call's `kind` and whether it had an `id` and a `name`;
 * for INVALID_ARGUMENTS, the fault's class, character and open bracket
   (`faults.Fault`, read from structure, never from a message);
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.assembly import AUTO_DIALECT, STRICT, Frame, FrameKind, read_stream
+from inspector.assembly import AUTO_DIALECT, STRICT, Frame, FrameKind, StreamAssembler
 
 from .faults import Fault, argument_fault
 
@@ -39,6 +40,7 @@ INCOMPLETE = "INCOMPLETE_STREAM"
 CAUSE_CUT = "cut in the middle of a frame"
 CAUSE_UNFINISHED = "no [DONE] and no finish_reason"
 CAUSE_EMPTY = "empty input"
+CAUSE_UNCLOSED = "the JSON array was not closed"
 _COUNT = re.compile(r"\d+")
 
 
@@ -99,29 +101,37 @@ def _fault_words(fault: Fault) -> str:
 def failure_signature(
     data: bytes, fmt: str, dialect: str = AUTO_DIALECT
 ) -> FailureSignature | None:
-    """The signature of the strict refusal of `data` (sse or jsonl) read in
-    `dialect` (default auto), or None when it is not refused."""
-    frames, results = read_stream(data, fmt, dialect=dialect)
-    result = results[STRICT]
+    """The signature of the strict refusal of `data` (sse, jsonl or
+    json-array) read in `dialect` (default auto), or None when it is not
+    refused."""
+    stream = StreamAssembler(fmt, (STRICT,), dialect=dialect)
+    frames = [*stream.feed(data), *stream.close()]
+    result = stream.results[STRICT]
     refusal = result.refusal
     if refusal is None:
         return None
     frame = frames[refusal.frame] if refusal.frame is not None else None
+    unclosed = getattr(stream.reader, "cut_between", False)
     return FailureSignature(
         code=refusal.code,
         dialect=result.dialect,
-        cause=_incomplete_cause(refusal.code, frame),
+        cause=_incomplete_cause(refusal.code, frame, unclosed=unclosed),
         event=_event_type(frame, result.dialect),
         **_call_fields(refusal.call),
         **_code_fields(refusal, frame),
     )
 
 
-def _incomplete_cause(code: str, frame: Frame | None) -> str:
+def _incomplete_cause(code: str, frame: Frame | None, *, unclosed: bool = False) -> str:
     """Why INCOMPLETE_STREAM: without it every such stream would shrink to
-    the empty input, which is also INCOMPLETE_STREAM and says nothing."""
+    the empty input, which is also INCOMPLETE_STREAM and says nothing.
+    `unclosed`: a JSON array ended after an element, before its `]` (the
+    reader's `cut_between`; the assembler refuses that at the last frame,
+    before any end check)."""
     if code != INCOMPLETE:
         return ""
+    if unclosed:
+        return CAUSE_UNCLOSED
     if frame is None:
         return CAUSE_EMPTY
     cut = frame.kind is FrameKind.INVALID and frame.unterminated and frame.parse_failed

@@ -28,7 +28,9 @@ frames pass that found nothing to remove: unless the time ran out, it is
 What the result looks like.  Frames that no pass edited keep their raw text
 exactly as read (its lines joined by LF, so CRLF input comes out as LF).
 An edited frame is written anew as `data: <compact JSON>` (a JSON Lines
-line for JSON Lines), its SSE `event:` line kept (`frames.py`).  Envelope
+line for JSON Lines, an element for a JSON array), its SSE `event:` line
+kept (`frames.py`).  A JSON array comes out as an array of the same shape,
+its elements joined by `,\r\n`: whole elements go, never half of one.  Envelope
 keys and long ids go when the failure stays without them, so the
 reproducer reads in one glance.  Other frames (invalid data, comments,
 `[DONE]`) are kept or removed whole, never edited: an invalid frame is the evidence.  An
@@ -70,6 +72,7 @@ from inspector.assembly import (
     AUTO,
     AUTO_DIALECT,
     HAR,
+    JSON_ARRAY,
     JSONL,
     SSE,
     UnreadableInput,
@@ -77,7 +80,7 @@ from inspector.assembly import (
     stream_bytes,
 )
 
-from .frames import read_frames, serialise
+from .frames import read_frames
 from .progress import Progress, ProgressCallback
 from .search import Budget, PassReport, Predicate, Search, key
 from .signature import FailureSignature, failure_signature
@@ -103,7 +106,7 @@ class TargetNotMet(NothingToMinimize):
 @dataclass(frozen=True)
 class Minimized:
     data: bytes  # the smallest stream found, in `fmt`
-    fmt: str  # sse or jsonl (a HAR's stream comes out as sse)
+    fmt: str  # sse, jsonl or json-array (a HAR's stream comes out as sse)
     code: str | None  # its strict refusal code (None when it is not refused)
     steps: int  # smaller streams adopted, all passes
     tests_run: int  # target calls made (distinct candidates)
@@ -162,8 +165,8 @@ def strict_code(data: bytes, fmt: str) -> str | None:
 def _prepare(data: bytes, fmt: str, entry: int) -> tuple[bytes, str]:
     if fmt == AUTO:
         fmt = detect_format(None, data)
-    if fmt not in (SSE, JSONL, HAR):
-        raise UnreadableInput(f"unknown format {fmt!r}: use sse, jsonl or har")
+    if fmt not in (SSE, JSONL, JSON_ARRAY, HAR):
+        raise UnreadableInput(f"unknown format {fmt!r}: use sse, jsonl, json-array or har")
     fmt, body = stream_bytes(data, fmt, entry)
     return body, fmt
 
@@ -194,17 +197,17 @@ def _run_rounds(search: Search) -> None:
     while search.round < MAX_ROUNDS and not search.timed_out:
         search.round += 1
         search.run_pass("frames", search.by_frames)
-        after_frames = serialise(search.frames, search.fmt)
+        after_frames = search.framing.write(search.frames)
         for name, step in zip(PASSES[1:], passes, strict=True):
             search.run_pass(name, step)
-        if serialise(search.frames, search.fmt) == after_frames:
+        if search.framing.write(search.frames) == after_frames:
             break
 
 
 def _result(
     search: Search, body: bytes, original_frames: int, wanted: str, dialect: str
 ) -> Minimized:
-    data = serialise(search.frames, search.fmt)
+    data = search.framing.write(search.frames)
     if len(data) > len(body):  # nothing came off but a line ending: give the input back
         data = body
     signature = failure_signature(data, search.fmt, dialect)
@@ -240,8 +243,9 @@ def minimize(
     same strict failure signature as `data`; see the module docstring),
     within `deadline_s` seconds.
 
-    `fmt` is sse, jsonl, har (its `entry`-th event stream) or auto.  `keeps`
-    names a custom target for people (the default target names itself).
+    `fmt` is sse, jsonl, json-array, har (its `entry`-th event stream) or
+    auto.  `keeps` names a custom target for people (the default target
+    names itself).
     `dialect` reads the stream and every candidate in that dialect (default
     auto: a candidate must still be read in the original's dialect, since the
     signature names it).
@@ -253,10 +257,10 @@ def minimize(
     budget = Budget(clock(), deadline_s, clock)
     body, fmt = _prepare(data, fmt, entry)
     target, wanted = _choose_target(body, fmt, target, keeps, dialect)
-    frames = read_frames(body, fmt)
+    frames, framing = read_frames(body, fmt)
     # A JSON Lines input without its last line ending reads back one byte longer.
-    limit = max(len(body), len(serialise(frames, fmt)))
-    search = Search(frames, fmt, limit, target, budget, progress, wanted)
+    limit = max(len(body), len(framing.write(frames)))
+    search = Search(frames, framing, limit, target, budget, progress, wanted)
     search.cache[key(body)] = True  # just seen to meet the target
     if not search.fails(search.frames):
         # The frames read back differently for this target (line endings, a BOM,

@@ -2,15 +2,17 @@
 // page (frames, call cards, argument evolution, outcome and refusal), and the
 // capture list marks captures in progress.  Over /ws/captures/ (Channels).
 //
-// Stream content is untrusted: it only ever reaches the page as textContent
-// (never innerHTML).  Every page renders completely without this file; after a
-// capture closes, reloading its page gives the complete server-rendered view.
+// Stream content is untrusted.  A frame's row arrives as HTML the server
+// rendered with the page's own template (autoescaped, as every row of the
+// page), and is only inserted; everything else built here reaches the page as
+// textContent (never innerHTML).  Every page renders completely without this
+// file; after a capture closes, reloading its page gives the complete
+// server-rendered view.
 (function () {
   "use strict";
 
   var WINDOW = 300; // characters of text so far shown before a fragment (captures/pages/fragment_text.py)
   var FRAGMENT_SHOWN = 2000; // captures/pages/fragment_text.py
-  var RAW_SHOWN = 2000; // captures/pages/frames.py
   var RETRY_MS = [500, 1000, 2000, 4000, 8000];
 
   // --- small DOM helpers ------------------------------------------------------------------
@@ -241,30 +243,24 @@
 
     // Frames ---------------------------------------------------------------------------
 
+    // The server renders each frame's row with the page's own template
+    // (captures/pages/frames.py, live_frame_row); it is only inserted here.
+    // Parsed into a document of its own (inert: nothing in it runs or loads),
+    // then moved into the page.
     function frameRow(frame) {
-      var row = el("tr", "kind-" + frame.kind + " is-new");
-      row.id = "f-" + frame.number;
-      var permalink = framePermalink(slug, frame.number);
-      var n = el("td", "n");
-      var a = link(permalink, frame.number);
-      a.title = "Permalink to frame " + frame.number;
-      n.appendChild(a);
-      row.appendChild(n);
-      var time = typeof frame.arrived_ms === "number" ? frame.arrived_ms.toFixed(1) + " ms" : "\u2014";
-      row.appendChild(el("td", "time", time));
-      var kind = el("td");
-      kind.appendChild(el("span", "kind", frame.kind));
-      row.appendChild(kind);
-      row.appendChild(el("td", "calls"));
-      row.appendChild(el("td", "marks"));
-      var raw = el("td", "raw");
-      var text = frame.raw || "";
-      raw.appendChild(el("pre", null, text.slice(0, RAW_SHOWN)));
-      if (text.length > RAW_SHOWN) {
-        raw.appendChild(el("span", "cut", "\u2026 " + (text.length - RAW_SHOWN) + " more characters (download the raw stream)"));
+      var parsed = new DOMParser().parseFromString(
+        "<table><tbody>" + (frame.html || "") + "</tbody></table>",
+        "text/html"
+      );
+      var row = parsed.querySelector("tbody > tr");
+      if (!row) {
+        return null;
       }
-      row.appendChild(raw);
-      row.appendChild(copyCell(permalink));
+      row = document.adoptNode(row);
+      row.classList.add("is-new");
+      row.querySelectorAll("button.copy-link[hidden]").forEach(function (button) {
+        button.hidden = false; // as inspector.js does for the rows the page came with
+      });
       return row;
     }
 
@@ -288,8 +284,9 @@
           return; // already shown (the snapshot and a live batch may overlap)
         }
         lastShown = frame.number;
-        if (follow && framesBody) {
-          batch.appendChild(frameRow(frame));
+        var row = follow && framesBody ? frameRow(frame) : null;
+        if (row) {
+          batch.appendChild(row);
         }
       });
       if (batch.childNodes.length) {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gemini_arrays
 import pytest
 from command_line import manage as run_manage
 from command_line import one_line_error
@@ -16,9 +17,10 @@ from minimize_streams import CASES, DONE, OK, ROLE, USAGE, calls, chunk, sse, to
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
 from inspector.lenses import openai_sdk
-from inspector.minimize import minimize
+from inspector.minimize import failure_signature, minimize
 from inspector.minimize.export import expectation
 from inspector.minimize.lens import lens_target
+from inspector.minimize.signature import CAUSE_UNCLOSED
 
 BY_NAME = {(code, variant): data for code, variant, _, data in CASES}
 
@@ -176,3 +178,39 @@ def test_an_unavailable_lens_exits_2(merged, monkeypatch):
     with pytest.raises(CommandError, match="the openai lens is unavailable") as raised:
         call_command("minimize", str(merged), "--lens", "openai", "--quiet")
     assert raised.value.returncode == 2
+
+
+# --- a JSON array (Gemini without alt=sse) ---------------------------------------------------
+
+
+def test_a_json_array_comes_out_a_json_array_with_the_same_failure(tmp_path):
+    path = tmp_path / "renamed.json"
+    path.write_bytes(gemini_arrays.RENAMED)
+    proc = manage(str(path), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == minimize(gemini_arrays.RENAMED, "json-array").data
+    elements = json.loads(proc.stdout)
+    assert type(elements) is list and 0 < len(elements) < 7
+    wanted = failure_signature(gemini_arrays.RENAMED, "json-array")
+    assert failure_signature(proc.stdout, "json-array") == wanted
+    assert "keeps IDENTITY_CONFLICT" in proc.stderr.decode()
+
+    cases = tmp_path / "cases"
+    proc = manage(str(path), "--quiet", "--export", str(cases), "--name", "renamed")
+    assert proc.returncode == 0, proc.stderr
+    case = json.loads((cases / "renamed.expect.json").read_text())
+    assert case["expect"]["refusal"]["code"] == "IDENTITY_CONFLICT"
+    sse_form = (cases / "renamed.sse").read_bytes()
+    assert failure_signature(sse_form, "sse") == wanted
+
+
+def test_an_unclosed_json_array_stays_unclosed_and_has_no_sse_export(tmp_path):
+    path = tmp_path / "unclosed.json"
+    path.write_bytes(gemini_arrays.UNCLOSED)
+    proc = manage("-", "--format", "json-array", "--quiet", stdin=gemini_arrays.UNCLOSED)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(b"[") and not proc.stdout.endswith(b"]")
+    assert failure_signature(proc.stdout, "json-array").cause == CAUSE_UNCLOSED
+    export = manage(str(path), "--quiet", "--export", str(tmp_path / "cases"), "--name", "u")
+    line = one_line_error(export)
+    assert "can't export" in line and "no SSE form" in line

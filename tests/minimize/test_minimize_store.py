@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+import gemini_arrays
 import pytest
 from minimize_streams import CASES, OK
 
 from inspector.captures.minimizing import export_files, minimize_capture
 from inspector.captures.models import Capture
 from inspector.captures.store import store_stream
-from inspector.minimize import NotRefused, minimize
+from inspector.minimize import NotRefused, failure_signature, minimize
 
 pytestmark = pytest.mark.django_db
 BY_NAME = {(code, variant): (fmt, data) for code, variant, fmt, data in CASES}
@@ -89,3 +90,16 @@ def test_export_files_of_a_jsonl_capture_and_lenient():
     assert case["expect"]["policy"] == "lenient"
     assert case["expect"]["refusal"]["code"] == "INVALID_ARGUMENTS"
     assert [a["kind"] for a in case["expect"]["anomalies"]] == ["guessed_continuation"]
+
+
+def test_a_json_array_capture_stays_a_json_array_and_exports_as_sse():
+    original = store_stream(gemini_arrays.TYPE_CLASH, stream_format="json-array")
+    derived = minimize_capture(original)
+    assert derived.stream_format == "json-array" and derived.input_format == "json-array"
+    assert derived.refusal_code == "INVALID_ARGUMENTS" and derived.dialect == "gemini"
+    assert type(json.loads(bytes(derived.raw))) is list
+    wanted = failure_signature(gemini_arrays.TYPE_CLASH, "json-array")
+    assert failure_signature(bytes(derived.raw), "json-array") == wanted
+    files = export_files(derived, name="clash")
+    assert failure_signature(files["clash.sse"], "sse") == wanted
+    assert json.loads(files["clash.expect.json"])["expect"]["frames"] == derived.frame_count

@@ -5,12 +5,13 @@ the database, its marks and the calls it touched; and frame permalinks."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Max
 from django.db.models.functions import Length, Substr
+from django.template.loader import get_template
 from django.urls import reverse
 
 from inspector.assembly import DROP_REASONS, REFUSAL_CODES
@@ -20,6 +21,7 @@ from .paging import Pager
 
 FRAMES_PER_PAGE = 100
 RAW_SHOWN = 2000  # characters of a frame's raw text shown in the frames table
+ROW_TEMPLATE = "inspector/_frame_row.html"  # one row, on the page and for live viewers
 
 
 @dataclass
@@ -93,26 +95,81 @@ def frame_rows(
 def _frame_row(
     capture: Capture, frame: Frame, focus: int | None, call_link: Callable[[int], str]
 ) -> FrameRow:
-    marks = [(mark, mark_tone(mark)) for mark in frame.marks]
-    tones = {tone for _, tone in marks}
-    classes = [f"kind-{frame.kind}"] + [f"is-{tone}" for tone in sorted(tones)]
-    if frame.number == focus:
+    return frame_row(
+        capture.slug,
+        frame.number,
+        frame.kind,
+        frame.raw_head,
+        frame.raw_length,
+        frame.arrived_ms,
+        calls=frame.calls,
+        marks=frame.marks,
+        focus=focus,
+        call_link=call_link,
+    )
+
+
+def frame_row(
+    slug: str,
+    number: int,
+    kind: str,
+    raw_head: str,
+    raw_length: int,
+    arrived_ms: float | None,
+    *,
+    calls: Sequence[int] = (),
+    marks: Sequence[str] = (),
+    focus: int | None = None,
+    call_link: Callable[[int], str] | None = None,
+) -> FrameRow:
+    """One row of the frames table from a frame's stored fields (`raw_head`:
+    the first RAW_SHOWN characters of its raw text, of `raw_length`)."""
+    marked = [(mark, mark_tone(mark)) for mark in marks]
+    tones = {tone for _, tone in marked}
+    classes = [f"kind-{kind}"] + [f"is-{tone}" for tone in sorted(tones)]
+    if number == focus:
         classes.append("is-focus")
-    event, json_type = event_and_type(frame.raw_head)
+    event, json_type = event_and_type(raw_head)
     return FrameRow(
         event=event,
         json_type=json_type,
-        number=frame.number,
-        kind=frame.kind,
-        time="" if frame.arrived_ms is None else f"{frame.arrived_ms:.1f} ms",
-        raw=frame.raw_head,
-        raw_cut=max(0, frame.raw_length - RAW_SHOWN),
-        calls=[{"position": p, "href": call_link(p)} for p in frame.calls],
-        marks=marks,
+        number=number,
+        kind=kind,
+        time="" if arrived_ms is None else f"{arrived_ms:.1f} ms",
+        raw=raw_head,
+        raw_cut=max(0, raw_length - RAW_SHOWN),
+        calls=[{"position": p, "href": (call_link or call_card)(p)} for p in calls],
+        marks=marked,
         classes=" ".join(classes),
-        focus=frame.number == focus,
-        permalink=frame_permalink(capture.slug, frame.number),
+        focus=number == focus,
+        permalink=frame_permalink(slug, number),
     )
+
+
+def call_card(position: int) -> str:
+    """Where a call is shown on a live capture's page: its card, on the page."""
+    return f"#call-{position}"
+
+
+def live_frame_row(
+    slug: str,
+    number: int,
+    kind: str,
+    raw: str,
+    arrived_ms: float | None,
+    *,
+    calls: Sequence[int] = (),
+    marks: Sequence[str] = (),
+) -> str:
+    """The HTML of the row the capture page shows for a frame of a live
+    capture (its raw text as stored: NUL as U+FFFD; a live frame's calls and
+    marks are written when the capture closes), for a live viewer to
+    insert: the page's own row template."""
+    raw = raw.replace("\x00", "\ufffd")
+    row = frame_row(
+        slug, number, kind, raw[:RAW_SHOWN], len(raw), arrived_ms, calls=calls, marks=marks
+    )
+    return get_template(ROW_TEMPLATE).render({"row": row})
 
 
 def frame_permalink(slug: str, number: int) -> str:

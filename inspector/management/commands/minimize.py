@@ -98,23 +98,18 @@ class Command(StreamCommand):
         except (UnreadableInput, NothingToMinimize) as error:
             raise CommandError(str(error), returncode=UNREADABLE) from None
 
+        files = self._case_files(found, path, name) if options["export"] is not None else None
         self._say(
             f"minimized: keeps {found.target}: {found.original_bytes} -> {len(found.data)} bytes, "
             f"{found.original_frames} -> {found.frames} frames, "
             f"{found.tests_run} candidates tried"
             + (f"; time ran out after {seconds:g} s, maybe not minimal" if found.timed_out else "")
         )
-        if options["export"] is not None:
+        if files is not None:
             folder = Path(options["export"])
-            about = (
-                f"Minimized from {Path(path).name if path != '-' else 'standard input'}: "
-                f"keeps {found.target}."
-            )
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                for file_name, content in case_files(
-                    found.data, found.fmt, name=name, about=about
-                ).items():
+                for file_name, content in files.items():
                     (folder / file_name).write_bytes(content)
             except OSError as error:
                 raise CommandError(
@@ -132,6 +127,16 @@ class Command(StreamCommand):
         else:
             sys.stdout.buffer.write(found.data)
             sys.stdout.flush()
+
+    def _case_files(self, found: Minimized, path: str, name: str) -> dict[str, bytes]:
+        about = (
+            f"Minimized from {Path(path).name if path != '-' else 'standard input'}: "
+            f"keeps {found.target}."
+        )
+        try:
+            return case_files(found.data, found.fmt, name=name, about=about)
+        except (UnreadableInput, ValueError) as error:  # no SSE form (an unclosed array)
+            raise CommandError(f"can't export: {error}", returncode=UNREADABLE) from None
 
     def _say(self, line: str) -> None:
         sys.stderr.write(line + "\n")
