@@ -119,3 +119,13 @@ def test_minimize_a_refused_capture_of_every_dialect(client, dialect):
     assert (derived.dialect, derived.refusal_code) == (dialect, capture.refusal_code)
     assert derived.frame_count <= capture.frame_count
     assert re.search(r"minimized: keeps", html(client.get(capture.get_absolute_url())))
+
+
+def test_a_chat_frame_has_no_type_label_from_its_tool_calls(client):
+    from inspector.captures.pages.frames import event_and_type
+
+    chunk = '{"id":"c","choices":[{"delta":{"tool_calls":[{"type":"function"}]}}]}'
+    assert event_and_type("data: " + chunk) == ("", "")
+    page = html(client.get(stored(BY_DIALECT["chat"][0]).get_absolute_url()))
+    assert "type <code>function</code>" not in page
+    assert event_and_type('event: ping\ndata: {"type": "ping"}') == ("ping", "ping")

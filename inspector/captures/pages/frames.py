@@ -40,10 +40,11 @@ class FrameRow:
     json_type: str = ""  # the frame's JSON `type` (Responses, Anthropic)
 
 
-# Read from the shown head of the raw text: an SSE event name, and the first
-# "type" key (the top-level one: both Responses and Anthropic write it first).
+# Read from the shown head of the raw text: an SSE event name, and a "type"
+# key that is the data object's first (Responses and Anthropic write it first;
+# a chat chunk's only "type" keys are its tool calls', which are no frame type).
 _EVENT_LINE = re.compile(r"^event:[ ]?(.{1,80})$", re.MULTILINE)
-_TYPE_KEY = re.compile(r'"type"\s*:\s*"([^"\\]{1,80})"')
+_TYPE_KEY = re.compile(r'^(?:data:[ ]?)?\{\s*"type"\s*:\s*"([^"\\]{1,80})"', re.MULTILINE)
 
 
 def event_and_type(raw: str) -> tuple[str, str]:
