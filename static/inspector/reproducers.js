@@ -103,7 +103,9 @@
     }
     form.dataset.progress = "reported";
     if (bar) {
-      bar.value = p.fraction;
+      // The budget spent, while it runs; a search that has ended is complete,
+      // however little of its budget it needed.
+      bar.value = status.state === "done" ? 1 : p.fraction;
     }
     if (detail) {
       detail.textContent = progressText(p);
