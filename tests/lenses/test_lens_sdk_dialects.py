@@ -372,20 +372,25 @@ def test_google_genai_reads_a_json_array_served_as_sse_and_says_so():
 # -- which lenses read which dialect -----------------------------------------------------
 
 
-def test_each_dialect_has_its_sdk_lens_and_the_ports_read_chat_only():
-    assert lenses_for("chat") == ["openai", "vercel", "litellm", "langchain"]
-    assert lenses_for("responses") == ["openai"]
-    assert lenses_for("messages") == ["anthropic"]
-    assert lenses_for("gemini") == ["google-genai"]
+def test_each_dialect_has_its_sdk_lens_first_then_litellm():
+    assert lenses_for("chat")[0] == "openai"
+    assert lenses_for("responses")[0] == "openai"
+    assert lenses_for("messages")[0] == "anthropic"
+    assert lenses_for("gemini")[0] == "google-genai"
+    for dialect in ("chat", "responses", "messages"):
+        assert "litellm" in lenses_for(dialect)
+    assert "litellm" not in lenses_for("gemini")
     frames, _ = read(MESSAGES_OK, "messages")
-    assert list(run_all(frames, dialect="messages")) == ["anthropic"]
+    assert list(run_all(frames, dialect="messages")) == lenses_for("messages")
 
 
 def test_a_lens_asked_about_a_dialect_it_does_not_read_says_so():
-    frames, _ = read(MESSAGES_OK, "messages")
-    result = run_lens("vercel", frames, dialect="messages")
+    frames, _ = read_frames_and_result(
+        sse(gemini_chunk({"functionCall": {"name": "read", "args": {}}}, finish="STOP")), "sse"
+    )
+    result = run_lens("litellm", frames, dialect="gemini")
     assert not result.available
-    assert result.notes == ["Vercel does not read messages streams"]
+    assert result.notes == ["LiteLLM does not read gemini streams"]
 
 
 @pytest.mark.parametrize("name", ["anthropic", "google-genai"])
