@@ -11,6 +11,7 @@ chat stream that ends without a finish reason is an error."""
 from __future__ import annotations
 
 import socket
+import sys
 from importlib.metadata import version
 
 import pytest
@@ -29,7 +30,7 @@ from lens_streams import (
     tool,
 )
 
-from inspector.lenses import LENSES, litellm, run_lens
+from inspector.lenses import LENSES, run_lens
 
 pytest.importorskip("litellm")
 
@@ -251,11 +252,8 @@ def test_gemini_has_no_litellm_column():
 
 
 def test_a_missing_litellm_makes_the_lens_unavailable_not_a_crash(monkeypatch):
-    def missing():
-        raise ImportError("No module named 'litellm'")
-
-    monkeypatch.setattr(litellm, "_load", missing)
+    monkeypatch.setitem(sys.modules, "litellm", None)  # `import litellm` fails
+    assert not LENSES["litellm"].available()
     result = run_lens("litellm", frames(OK)[0])
     assert not result.available and result.calls == []
     assert "not installed" in result.notes[0] and "[lenses]" in result.notes[0]
-    assert not LENSES["litellm"].available()
