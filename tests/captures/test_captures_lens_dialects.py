@@ -1,6 +1,7 @@
 """The lens matrix of a Responses, Messages or Gemini capture: the columns
-of the SDKs that read that dialect, run for real, and stored like any other
-lens run."""
+of the libraries that read that dialect (its SDK first, then LiteLLM and
+LangChain where they read it), run for real, and stored like any other lens
+run."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from page_helpers import html
 
 from inspector.captures.lens_runs import LensRun
 from inspector.captures.store import store_stream
+from inspector.lenses import lenses_for, title
 
 pytestmark = pytest.mark.django_db
 pytest.importorskip("anthropic")
 pytest.importorskip("google.genai")
 
-# dialect: (the SDK column titles, the refused demo's first divergence)
+# dialect: (the first column titles, the refused demo's first divergence)
 EXPECTED = {
     "responses": (
         ["strict", "the OpenAI SDK"],
@@ -35,21 +37,24 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("dialect", sorted(EXPECTED))
-def test_a_dialects_matrix_has_its_sdk_columns_only(client, dialect):
+def test_a_dialects_matrix_has_its_sdk_column_first_and_the_libraries_that_read_it(client, dialect):
     titles, refused_sentence = EXPECTED[dialect]
     ok, refused = (
         store_stream(data, stream_format="sse", title=f"{dialect} {n}")
         for n, data in enumerate(BY_DIALECT[dialect])
     )
     page = html(client.get(reverse("capture-lenses", args=[ok.slug])))
-    assert re.findall(r'<span class="lens-title">([^<]*)</span>', page) == titles
-    assert "Vercel" not in page and "LiteLLM" not in page
-    lens = {"responses": "openai", "messages": "anthropic", "gemini": "google-genai"}[dialect]
-    assert list(LensRun.objects.filter(capture=ok).values_list("lens", flat=True)) == [lens]
+    shown = re.findall(r'<span class="lens-title">([^<]*)</span>', page)
+    assert shown[:2] == titles
+    assert shown == ["strict", *(title(name) for name in lenses_for(dialect))]
+    assert "LangChain" in shown
+    assert ("LiteLLM" in shown) is (dialect != "gemini")
+    stored = LensRun.objects.filter(capture=ok).values_list("lens", flat=True)
+    assert sorted(stored) == sorted(lenses_for(dialect))
 
     body = orjson.loads(client.get(f"/api/captures/{refused.slug}/lenses").content)
-    assert list(body["lenses"]) == [lens]
-    assert body["lenses"][lens]["available"] is True
+    assert list(body["lenses"]) == lenses_for(dialect)
+    assert all(body["lenses"][name]["available"] for name in body["lenses"])
     if refused_sentence:
         messages = [entry["message"] for entry in body["divergences"]]
         assert any(message.startswith(refused_sentence) for message in messages), messages
@@ -65,7 +70,9 @@ def test_the_responses_demo_agrees_with_the_openai_sdk(client):
         "call_hotel_3K",
     ]
     # The web search the platform ran is no call the SDK hands over: not a divergence.
-    assert body["divergences"] == []
+    assert [entry for entry in body["divergences"] if entry["lens"] == "openai"] == []
+    # LangChain splits the two calls' interleaved argument deltas apart.
+    assert {entry["lens"] for entry in body["divergences"]} == {"langchain"}
 
 
 def test_columns_of_ports_say_emulated_and_columns_of_sdks_do_not(client):
@@ -78,5 +85,5 @@ def test_columns_of_ports_say_emulated_and_columns_of_sdks_do_not(client):
     )
     assert set(heads) == {"strict", "openai", "vercel", "litellm", "langchain"}
     emulated = {key for key, head in heads.items() if ">emulated</span>" in head}
-    assert emulated == {"vercel", "litellm", "langchain"}
+    assert emulated == {"vercel"}
     assert "OpenAI chat completions streams" in page

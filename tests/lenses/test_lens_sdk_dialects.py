@@ -372,14 +372,14 @@ def test_google_genai_reads_a_json_array_served_as_sse_and_says_so():
 # -- which lenses read which dialect -----------------------------------------------------
 
 
-def test_each_dialect_has_its_sdk_lens_first_then_litellm():
+def test_each_dialect_has_its_sdk_lens_first_then_litellm_and_langchain():
     assert lenses_for("chat")[0] == "openai"
     assert lenses_for("responses")[0] == "openai"
     assert lenses_for("messages")[0] == "anthropic"
     assert lenses_for("gemini")[0] == "google-genai"
     for dialect in ("chat", "responses", "messages"):
-        assert "litellm" in lenses_for(dialect)
-    assert "litellm" not in lenses_for("gemini")
+        assert lenses_for(dialect)[-2:] == ["litellm", "langchain"]
+    assert lenses_for("gemini")[-1] == "langchain" and "litellm" not in lenses_for("gemini")
     frames, _ = read(MESSAGES_OK, "messages")
     assert list(run_all(frames, dialect="messages")) == lenses_for("messages")
 
