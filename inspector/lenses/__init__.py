@@ -8,15 +8,13 @@ very frames our reader produced.
 
 - `openai`: the OpenAI Python SDK itself (`ChatCompletionStreamState` on chat
   streams, `responses.stream` on Responses streams), `anthropic` (the
-  Anthropic SDK's `messages.stream`) and `google-genai` (the Google Gen AI
-  SDK's `generate_content_stream`), when installed (the optional extra
-  `lenses`); else unavailable.
+  Anthropic SDK's `messages.stream`), `google-genai` (the Google Gen AI
+  SDK's `generate_content_stream`), `litellm` (`completion(stream=True)` and
+  `stream_chunk_builder`) and `langchain` (a chat model's `.stream()` chunks
+  added up), when installed (the optional extra `lenses`); else unavailable.
 - `vercel`: the Vercel AI SDK (`ai` and the dialect's provider) run in Node
   on every dialect (`vercel.py`, `node/`), when Node and the pinned npm
   packages are installed (`make`); else unavailable.
-- `litellm`, `langchain`: small re-implementations of the documented rules
-  of those libraries on chat streams, each naming the upstream file and
-  version it follows.
 
 Each lens reads the dialects its library reads (`Lens.dialects`);
 `lenses_for(dialect)` names a dialect's matrix columns.

@@ -1,179 +1,213 @@
-"""LiteLLM's stream chunk builder, re-implemented.
+"""LiteLLM, run for real: `litellm.completion(..., stream=True)`, its
+`CustomStreamWrapper` iterated to the end, then
+`litellm.stream_chunk_builder(chunks)`, the message its users rebuild from a
+stream, and that message's `tool_calls`.
 
-Follows BerriAI/litellm
-`litellm/litellm_core_utils/streaming_chunk_builder_utils.py`,
-`ChunkProcessor.get_combined_tool_content`, at 47fdbd55 (the "current
-design" of the project's peer notes): what `litellm.stream_chunk_builder`
-assembles after the stream from every chunk it saw.
+LiteLLM is handed the stored frames the way it lets a caller bring a client:
 
-The rules:
+- chat: model `openai/...` with `client=` an OpenAI SDK client whose HTTP
+  client is ours (`replay.serving_client`, httpx2): the OpenAI SDK reads the
+  frames, LiteLLM wraps its chunks;
+- responses: model `openai/responses/...`, LiteLLM's bridge from a chat call
+  to the Responses API, with `client=` LiteLLM's own `HTTPHandler` around an
+  httpx client of ours; the bridge turns Responses events into chat chunks;
+- messages: model `anthropic/...` with such an `HTTPHandler`: LiteLLM's
+  Anthropic handler parses the SSE itself.
 
-- One map keyed by the tool-call `index` alone, over every choice of every
-  chunk.  A missing or non-integer index is 0 (LiteLLM's `Delta` fills in a
-  missing index; later variants treat any non-int index as 0).
-- An entry without a `function` object is skipped, unless it is a custom
-  (free-text) tool call: `type: "custom"` with a `custom` object, whose
-  `custom.name` and `custom.input` fragments are combined the same way
-  (its test `test_get_combined_tool_content_custom_tool_call`).  The input
-  is handed on as it is: never JSON, never `"{}"`.
-- A truthy `id`, `type` or `function.name` replaces the one held: the last
-  wins, so repeats are harmless and an index reused by another call merges
-  the two, keeping the last id and name.
-- Truthy `function.arguments` fragments are joined; an arguments object is
-  first serialised with `json.dumps` (LiteLLM's `Function`).
-- Then, by index in ascending order, a call is emitted only when it holds
-  both an id and a name: the others are dropped without a word.  Empty
-  arguments become `"{}"`.
-- Arguments are never parsed by LiteLLM; whether a call would run is its
-  caller's `json.loads`.
+LiteLLM reads Gemini too, but the lens matrix shows no LiteLLM column there.
 
-Transport: LiteLLM streams OpenAI-compatible providers through the OpenAI
-SDK, so a chunk with a truthy `error` raises `APIError` and data that is not
-JSON raises `JSONDecodeError`.  The builder runs after the stream and checks
-neither `[DONE]` nor finish reasons.
+So LiteLLM decides everything: its chunk transformation, its stream
+wrapper's rules (finish reasons, errors) and the builder's index map (the
+last truthy id and name win, calls missing either are dropped, custom tool
+calls kept with their free-text input).  It never parses arguments: whether a
+call would run is its caller's `json.loads`.
+
+No network: the cost map is read from the package (`LITELLM_LOCAL_MODEL_COST_MAP`,
+`LITELLM_OFFLINE_MODE`, set before the first import), debug prints and its error log are off,
+and the model name `lens-responses` is registered as a Responses model that streams
+(an unknown model would be "fake streamed" from one JSON body).  When LiteLLM
+raises, the error is the answer and the calls are what `stream_chunk_builder`
+makes of the chunks so far (a snapshot: the caller gets none of them).
+
+Pure Python: nothing here imports Django.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+import importlib.util
+import logging
+import os
+import warnings
+from collections.abc import Iterable
 from typing import Any
 
 from inspector.assembly import Frame
 
+from . import replay
 from .base import (
     DELIVERED,
+    SNAPSHOT,
     Lens,
     LensCall,
-    LensError,
     LensResult,
+    describe_exception,
     json_object,
-    sdk_transport,
     text_of,
-    wire,
 )
 
+EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
+# LiteLLM reads these when it is first imported: no cost map from the network.
+OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+MODEL = "lens"
+# Registered as a Responses model that streams; the chat model stays unknown
+# (registered, `openai/lens` would be routed to the Responses API).
+RESPONSES_MODEL = "lens-responses"
+MODELS = {
+    "chat": f"openai/{MODEL}",
+    "responses": f"openai/responses/{RESPONSES_MODEL}",
+    "messages": f"anthropic/{MODEL}",
+}
 
-def _index(entry: dict[str, Any]) -> int:
-    index = entry.get("index")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return index
-    return 0
+
+def _load() -> Any:
+    """The litellm module, offline and quiet; ImportError when it isn't installed."""
+    for key, value in OFFLINE.items():
+        os.environ.setdefault(key, value)
+    import litellm
+
+    if not getattr(litellm, "_inspector_ready", False):
+        litellm.suppress_debug_info = True
+        # Its logger reports every error it then raises: the lens reports those.
+        logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
+        litellm.register_model(
+            {
+                RESPONSES_MODEL: {
+                    "litellm_provider": "openai",
+                    "mode": "responses",
+                    "supports_native_streaming": True,
+                }
+            }
+        )
+        litellm._inspector_ready = True
+    return litellm
 
 
-def _fragment(arguments: Any) -> Any:
-    if isinstance(arguments, dict):
-        return json.dumps(arguments)  # LiteLLM's Function(arguments=dict)
-    return arguments
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("litellm")
 
 
-def run(frames: Iterable[Frame]) -> LensResult:
-    result = LENS.new_result(calls_from=DELIVERED)
+def _client(dialect: str, body: bytes) -> Any:
+    """What `completion(client=...)` takes for `dialect`, serving `body`."""
+    if dialect == "chat":
+        import httpx2
+        import openai
+
+        return openai.OpenAI(
+            api_key=MODEL,
+            base_url=replay.BASE_URL,
+            max_retries=0,
+            http_client=replay.serving_client(httpx2, body),
+        )
+    import httpx
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    return HTTPHandler(client=replay.serving_client(httpx, body))
+
+
+def _chunks(litellm: Any, dialect: str, body: bytes, result: LensResult) -> list[Any]:
+    """Every chunk the stream wrapper hands over; on an error, those so far
+    (and the error in `result`)."""
+    chunks: list[Any] = []
     try:
-        calls = _combined_tool_content(frames, result.notes)
-    except LensError as error:
-        result.error = error.text
-        return result
+        stream = litellm.completion(
+            model=MODELS[dialect],
+            messages=[{"role": "user", "content": MODEL}],
+            stream=True,
+            api_key=MODEL,
+            api_base=replay.BASE_URL,
+            max_retries=0,
+            client=_client(dialect, body),
+        )
+        for chunk in stream:
+            chunks.append(chunk)
+    except Exception as error:  # whatever LiteLLM raises is the answer
+        result.error = describe_exception(error)
+    return chunks
+
+
+def _built(litellm: Any, chunks: list[Any], result: LensResult) -> Any:
+    if not chunks:
+        return None
     try:
-        result.calls.extend(_emitted_calls(calls, result.notes))
-    except TypeError as error:  # a fragment that is neither text nor an object
-        result.error = f"TypeError: {error}"
-        result.calls = []
-    return result
+        return litellm.stream_chunk_builder(chunks)
+    except Exception as error:
+        result.error = result.error or describe_exception(error)
+        return None
 
 
-def _combined_tool_content(frames: Iterable[Frame], notes: list[str]) -> dict[int, dict[str, Any]]:
-    """`get_combined_tool_content`: one entry per index over every chunk; the
-    last truthy id, type and name win, arguments fragments are kept in order."""
-    calls: dict[int, dict[str, Any]] = {}
-    for item in sdk_transport(wire(frames, notes)):
-        for entry in _tool_call_entries(item.payload):
-            held = calls.setdefault(
-                _index(entry), {"id": None, "name": None, "type": None, "arguments": []}
-            )
-            function = _function_of(entry)
-            if entry.get("id"):
-                held["id"] = entry["id"]
-            if entry.get("type"):
-                held["type"] = entry["type"]
-            if function.get("name"):
-                held["name"] = function["name"]
-            fragment = function.get("input" if _is_custom(entry) else "arguments")
-            if fragment:
-                held["arguments"].append(_fragment(fragment))
-    return calls
+def _get(value: Any, key: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(key)
+    return getattr(value, key, None)
 
 
-def _is_custom(entry: dict[str, Any]) -> bool:
-    return not isinstance(entry.get("function"), dict) and isinstance(entry.get("custom"), dict)
-
-
-def _function_of(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry's `function`, or a custom call's `custom` (name and input)."""
-    return entry["custom"] if _is_custom(entry) else entry["function"]
-
-
-def _tool_call_entries(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every tool-call entry with a `function` object (or a custom call's
-    `custom` object), over every choice."""
-    choices = payload.get("choices")
-    if not isinstance(choices, list):
-        return
-    for choice in choices:
-        if not isinstance(choice, dict):
-            continue
-        delta = choice.get("delta")
-        tool_calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-        if not isinstance(tool_calls, list):
-            continue
-        for entry in tool_calls:
-            if entry and isinstance(entry, dict):
-                if isinstance(entry.get("function"), dict) or _is_custom(entry):
-                    yield entry
-
-
-def _emitted_calls(calls: dict[int, dict[str, Any]], notes: list[str]) -> list[LensCall]:
-    """The calls by index that hold both an id and a name (a note for each
-    dropped one); TypeError when a fragment is neither text nor an object."""
-    emitted = []
-    for index in sorted(calls):
-        held = calls[index]
-        if not (held["id"] and held["name"]):
-            missing = "id" if not held["id"] else "name"
-            notes.append(f"index {index} dropped: it has no {missing} (LiteLLM drops it silently)")
-            continue
-        emitted.append(_lens_call(held))
-    return emitted
-
-
-def _lens_call(held: dict[str, Any]) -> LensCall:
-    """One combined call as LiteLLM hands it on: a function call's empty
-    arguments become `"{}"`; a custom call's input is free text, not parsed."""
-    if held["type"] == "custom":
-        text = "".join(held["arguments"])
+def _call(tool_call: Any, choice: int) -> LensCall:
+    if _get(tool_call, "type") == "custom":
+        custom = _get(tool_call, "custom")
         return LensCall(
-            id=text_of(held["id"]),
-            name=text_of(held["name"]),
-            arguments_text=text,
+            id=text_of(_get(tool_call, "id")),
+            name=text_of(_get(custom, "name")),
+            arguments_text=text_of(_get(custom, "input")),
             parse_error="a custom tool call's input is free text, not JSON arguments",
+            choice=choice,
             kind="custom",
         )
-    text = "".join(held["arguments"]) or "{}"
+    function = _get(tool_call, "function")
+    text = _get(function, "arguments")
     arguments, parse_error = json_object(text)
     return LensCall(
-        id=text_of(held["id"]),
-        name=text_of(held["name"]),
-        arguments_text=text,
+        id=text_of(_get(tool_call, "id")),
+        name=text_of(_get(function, "name")),
+        arguments_text=text_of(text),
         arguments=arguments,
         parse_error=parse_error,
+        choice=choice,
     )
 
 
+def calls_of(response: Any) -> list[LensCall]:
+    """The built message's tool calls, choice by choice."""
+    calls = []
+    for position, choice in enumerate(_get(response, "choices") or []):
+        number = _get(choice, "index")
+        message = _get(choice, "message")
+        for tool_call in _get(message, "tool_calls") or []:
+            calls.append(_call(tool_call, number if isinstance(number, int) else position))
+    return calls
+
+
 class LiteLLMLens(Lens):
+    """LiteLLM itself, when installed (the `lenses` extra)."""
+
     name = "litellm"
     title = "LiteLLM"
-    library = "BerriAI/litellm (stream_chunk_builder)"
-    version = "streaming_chunk_builder_utils.py @47fdbd55"
+    library = "litellm (CustomStreamWrapper + stream_chunk_builder)"
+    version = "the installed litellm"
+    dialects = ("chat", "responses", "messages")
+    runs_library = True
+
+    def available(self) -> bool:
+        """Whether litellm is installed, without importing it (seconds of CPU
+        and 200 MB: only the lens processes pay that)."""
+        return importlib.util.find_spec("litellm") is not None
+
+    def current_version(self) -> str:
+        try:
+            return _version()
+        except Exception:  # PackageNotFoundError
+            return "not installed"
 
     def run(
         self,
@@ -182,7 +216,21 @@ class LiteLLMLens(Lens):
         tools: list[dict[str, Any]] | None = None,
         dialect: str = "chat",
     ) -> LensResult:
-        return run(frames)  # the library hands arguments on as text: `tools` don't matter
+        """The built message's calls (`tools` don't matter: LiteLLM hands
+        arguments on as text)."""
+        try:
+            litellm = _load()
+        except ImportError as error:
+            return self.unavailable(f"litellm is not installed ({error}); {EXTRA_HINT}")
+        result = self.new_result(version=_version())
+        body = replay.sse_body(frames, result.notes, event_from_type=dialect == "messages")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = _chunks(litellm, dialect, body, result)
+            built = _built(litellm, chunks, result)
+        result.calls = calls_of(built)
+        result.calls_from = SNAPSHOT if result.error else DELIVERED
+        return result
 
 
 LENS = LiteLLMLens()

@@ -12,8 +12,10 @@ decide what its caller would get; no rule of it is re-implemented here.
 (`Frame.raw`), blank-line separated, the last one left unterminated when the
 input ended inside it.  Frames read from JSON Lines or a JSON array carry no
 SSE framing; they are re-framed as `data:` events (with `event:` named after
-the payload's `type` where the SDK dispatches on event names), because every
-SDK asks for SSE and would have read them that way; the lens notes it.
+the payload's `type` where the SDK dispatches on event names; the end marker,
+which JSON Lines may write as the string `"[DONE]"`, as `data: [DONE]`),
+because every SDK asks for SSE and would have read them that way; the lens
+notes it.
 
 Pure Python: nothing here imports Django.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from inspector.assembly import Frame
+from inspector.assembly import Frame, FrameKind
 
 # What the transport answers with; the request itself is never looked at.
 SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache"}
@@ -34,6 +36,8 @@ REFRAMED = "the stream was not read as SSE; it is served to the SDK as SSE `data
 
 
 def _reframed(frame: Frame, *, event_from_type: bool) -> str:
+    if frame.kind is FrameKind.DONE:  # a JSON Lines `"[DONE]"` string among them
+        return "data: [DONE]"
     lines = []
     kind = frame.payload.get("type") if isinstance(frame.payload, dict) else None
     if event_from_type and isinstance(kind, str):

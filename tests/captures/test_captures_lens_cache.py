@@ -36,7 +36,7 @@ def test_each_lens_runs_once_and_again_only_for_a_new_version(monkeypatch):
     assert first["litellm"].divergence_count == 2
     finished = {name: run.finished for name, run in first.items()}
     assert {name: run.finished for name, run in lens_runs(capture).items()} == finished
-    monkeypatch.setattr(litellm.LiteLLMLens, "version", "a newer one")
+    monkeypatch.setattr(litellm.LiteLLMLens, "current_version", lambda self: "a newer one")
     again = lens_runs(capture)
     assert again["litellm"].version == "a newer one"
     assert again["litellm"].finished != finished["litellm"]

@@ -372,20 +372,22 @@ def test_google_genai_reads_a_json_array_served_as_sse_and_says_so():
 # -- which lenses read which dialect -----------------------------------------------------
 
 
-def test_each_dialect_has_its_sdk_lens_and_the_ports_read_chat_only():
+def test_each_dialect_has_the_lenses_of_the_libraries_that_read_it():
     assert lenses_for("chat") == ["openai", "vercel", "litellm", "langchain"]
-    assert lenses_for("responses") == ["openai", "vercel"]
-    assert lenses_for("messages") == ["anthropic", "vercel"]
-    assert lenses_for("gemini") == ["google-genai", "vercel"]
+    assert lenses_for("responses") == ["openai", "vercel", "litellm", "langchain"]
+    assert lenses_for("messages") == ["anthropic", "vercel", "litellm", "langchain"]
+    assert lenses_for("gemini") == ["google-genai", "vercel", "langchain"]
     frames, _ = read(MESSAGES_OK, "messages")
-    assert list(run_all(frames, dialect="messages")) == ["anthropic", "vercel"]
+    assert list(run_all(frames, dialect="messages")) == lenses_for("messages")
 
 
 def test_a_lens_asked_about_a_dialect_it_does_not_read_says_so():
-    frames, _ = read(MESSAGES_OK, "messages")
-    result = run_lens("google-genai", frames, dialect="messages")
+    frames, _ = read_frames_and_result(
+        sse(gemini_chunk({"functionCall": {"name": "read", "args": {}}}, finish="STOP")), "sse"
+    )
+    result = run_lens("litellm", frames, dialect="gemini")
     assert not result.available
-    assert result.notes == ["the Google Gen AI SDK does not read messages streams"]
+    assert result.notes == ["LiteLLM does not read gemini streams"]
 
 
 @pytest.mark.parametrize("name", ["anthropic", "google-genai"])
