@@ -152,6 +152,9 @@ class Lens:
     dialects: tuple[str, ...] = ("chat",)
     # False for a port of the library's rules (it cannot run here): "emulated".
     runs_library: bool = False
+    # Whether the fork server runs it once to warm it (`warm.py`): not for a
+    # lens whose every run is a process of its own (Node), nothing stays warm.
+    warms: bool = True
 
     def available(self) -> bool:
         """Whether the library can run here (a re-implementation always can)."""

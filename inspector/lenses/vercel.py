@@ -114,6 +114,7 @@ class VercelLens(Lens):
     version = "the installed ai"
     dialects = ("chat", "responses", "messages", "gemini")
     runs_library = True
+    warms = False  # each run is a node process of its own
 
     def available(self) -> bool:
         return node_runtime.missing(node_runtime.LENS_DIR) is None

@@ -50,7 +50,7 @@ def warm() -> None:
     for dialect, stream in TINY_STREAMS.items():
         frames, _ = read_frames_and_result(stream, "sse")
         for name, lens in LENSES.items():
-            if dialect in lens.dialects:
+            if dialect in lens.dialects and lens.warms:
                 run_lens(name, frames, dialect=dialect)
 
 
