@@ -40,6 +40,7 @@ from inspector.assembly.jsontext import dumps
 from . import models
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
+from .raw_bytes import write_raw
 from .spill import EventSpill
 from .timelines import Timelines, add_refusal, timelines
 from .writes import writing
@@ -132,7 +133,9 @@ def close_capture(
             setattr(capture, field, value)
         if finished:
             capture.finished = timezone.now()
+        capture.raw = b""
         capture.save()
+        write_raw(capture, data)
         _store_results(capture, results, spills)
     return capture
 
