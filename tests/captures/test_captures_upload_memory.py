@@ -136,3 +136,28 @@ def test_text_is_joined_as_the_stream_goes_and_the_result_is_unchanged():
     assert len(choice.text) < 10 < 300 == len(whole.results[STRICT].choices[0].text)
     for policy in POLICIES:
         assert stream.results[policy].to_dict() == whole.results[policy].to_dict()
+
+
+def test_a_body_is_read_in_the_size_it_declared_and_still_held_to_the_limit(settings):
+    import io
+
+    from inspector.captures.uploads import TooLarge, read_capped
+
+    settings.INSPECTOR_MAX_UPLOAD_BYTES = 100
+    asked: list[int] = []
+
+    def reader(body: bytes):
+        stream = io.BytesIO(body)
+
+        def read(size: int) -> bytes:
+            asked.append(size)
+            return stream.read(size)
+
+        return read
+
+    assert read_capped(reader(b"x" * 10), 10) == b"x" * 10 and asked == [11]
+    assert read_capped(reader(b"x" * 30), 10) == b"x" * 30  # longer than declared: read on
+    with pytest.raises(TooLarge):
+        read_capped(reader(b"x" * 101), 10)
+    with pytest.raises(TooLarge):
+        read_capped(reader(b"x" * 101))
