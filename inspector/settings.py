@@ -149,7 +149,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 INSPECTOR_MAX_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_MAX_UPLOAD_BYTES", 20 * 1024 * 1024))
 # Keep Django's request-body limit in line with it (small headroom for multipart/form fields).
 DATA_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES + 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = INSPECTOR_MAX_UPLOAD_BYTES
+# A request body (the API's raw upload) or an uploaded file larger than this is spooled to
+# a temporary file, not held in memory beside the bytes read from it (Django's default,
+# 2.5 MB; it was the whole upload limit: two copies of every upload while it was stored).
+FILE_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("INSPECTOR_UPLOAD_SPOOL_BYTES", 2_621_440))
 # Bounded work per upload (inspector/captures/uploads.py): entries a HAR may hold (all
 # entries, event streams or not) and captures one upload may make; over either -> 413.
 INSPECTOR_MAX_HAR_ENTRIES = int(os.environ.get("INSPECTOR_MAX_HAR_ENTRIES", 20_000))

@@ -15,7 +15,9 @@ Theory of operation (the choices the rules leave open are in
   `refusal_text`, `take_usage`, `finish_choice`, `done`, `refuse`.
 * With dialect `auto`, frames are held until the first JSON object that is
   not an error frame says which dialect the stream speaks (`dialect.py`),
-  then replayed; nothing deciding by the end means chat.
+  then replayed; nothing deciding by the end means chat.  Equal frames in a
+  row are held as one frame and a count (a million `data: {}` frames cost
+  one), and replayed each under its own number.
 
 The assembler never parses JSON but the arguments' final check: frames come
 in already classified and parsed (see `frames.py`).
@@ -66,6 +68,33 @@ def _usable_string(value: Any) -> bool:
     return type(value) is str and value != ""
 
 
+def _same(held: Frame, frame: Frame) -> bool:
+    """Whether two frames read the same but for their numbers."""
+    return (
+        held.kind is frame.kind
+        and held.data == frame.data
+        and held.raw == frame.raw
+        and held.event == frame.event
+        and held.unterminated == frame.unterminated
+        and held.parse_failed == frame.parse_failed
+    )
+
+
+def _again(frame: Frame, number: int) -> Frame:
+    """A held frame's twin numbered `number`, with a payload of its own."""
+    payload = orjson.loads(frame.data) if frame.payload is not None else None
+    return Frame(
+        number,
+        frame.kind,
+        frame.raw,
+        frame.data,
+        payload,
+        unterminated=frame.unterminated,
+        parse_failed=frame.parse_failed,
+        event=frame.event,
+    )
+
+
 class Assembler:
     """Feed frames in order with `feed`; call `finish` once at the end.
 
@@ -106,8 +135,9 @@ class Assembler:
         self._finished: Result | None = None
         self.dialect: str = CHAT
         self.adapter: Dialect
-        # Frames held while `auto` has not decided; None once it has.
-        self._held: list[Frame] | None = None
+        # Frames held while `auto` has not decided, as runs of equal frames
+        # ([first frame, how many]); None once it has.
+        self._held: list[list[Any]] | None = None
         if dialect == AUTO_DIALECT and hint in DIALECTS:
             dialect = hint
         if dialect == AUTO_DIALECT:
@@ -165,7 +195,11 @@ class Assembler:
             self.feed(frame)
             self._held = held
             return
-        held.append(frame)
+        last = held[-1] if held else None
+        if last is not None and frame.number == last[0].number + last[1] and _same(last[0], frame):
+            last[1] += 1
+        else:
+            held.append([frame, 1])
         decided = None
         if frame.kind is FrameKind.CHUNK:
             decided = dialect_of(frame.payload)  # type: ignore[arg-type]
@@ -179,8 +213,20 @@ class Assembler:
         self._held = None
         if dialect != self.dialect:
             self._use(dialect)
-        for frame in held:
-            self.feed(frame)
+        for first, count in held:
+            self.feed(first)
+            for number in range(first.number + 1, first.number + count):
+                self.feed(_again(first, number))
+
+    def compact(self) -> None:
+        """Between frames, when the caller has stored what came so far: join
+        the small texts taken since the last time (each call's fragments,
+        each choice's text) into one string each, so a long stream's pieces
+        do not each cost a string of their own.  The result is unchanged."""
+        for choice in self.choices.values():
+            choice.compact()
+        for call in self.calls:
+            call.compact()
 
     def cut_after_last_frame(self) -> None:
         """The input ended between frames of a format that must close (a

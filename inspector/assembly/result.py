@@ -91,6 +91,7 @@ class Call:
         "follows",
         "scanner",
         "pieces",
+        "joined",
         "fragment_frames",
         "fragment_starts",
         "frames",
@@ -125,11 +126,13 @@ class Call:
         self.scanner: ArgumentScanner | TextScanner = (
             ArgumentScanner() if scanned else TextScanner()
         )
+        # The fragments' texts; `compact` joins those it has not joined yet.
         self.pieces: list[str] = []
+        self.joined = 0  # leading `pieces` that `compact` made
         # Non-empty fragments: the frame each came in and its start offset.
         self.fragment_frames = array("q")
         self.fragment_starts = array("q")
-        self.frames: list[int] = []
+        self.frames = array("q")  # the frames that touched the call
         self.started_frame: int | None = None
         self.settled_frame: int | None = None
         self.arguments: Any = None
@@ -146,12 +149,33 @@ class Call:
 
     def fragments(self, start: int = 0) -> list[tuple[int, int, str]]:
         """(frame, start offset, text) of every non-empty fragment from the
-        `start`-th on; `pieces` holds exactly these fragments' texts."""
-        frames, starts = self.fragment_frames[start:], self.fragment_starts[start:]
-        return list(zip(frames, starts, self.pieces[start:], strict=True))
+        `start`-th on."""
+        return list(self.iter_fragments(start))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def iter_fragments(self, start: int = 0) -> Iterator[tuple[int, int, str]]:
+        """`fragments()`, one at a time."""
+        frames, starts = self.fragment_frames[start:], self.fragment_starts[start:]
+        if len(self.pieces) == len(self.fragment_frames):  # one piece per fragment
+            return zip(frames, starts, self.pieces[start:], strict=True)
+        return self._cut(frames, starts)
+
+    def _cut(self, frames: array[int], starts: array[int]) -> Iterator[tuple[int, int, str]]:
+        """The fragments of compacted pieces: the text cut at their offsets."""
+        text = "".join(self.pieces)
+        for slot, (frame, at) in enumerate(zip(frames, starts, strict=True)):
+            end = starts[slot + 1] if slot + 1 < len(starts) else len(text)
+            yield frame, at, text[at:end]
+
+    def compact(self) -> None:
+        """Join the texts of the fragments taken since the last `compact`
+        into one string: a fragment of a few characters costs about 50 bytes
+        more as a string of its own.  `fragments()` still tells each one."""
+        self.joined = join_since(self.pieces, self.joined)
+
+    def to_dict(self, *, frames: bool = True) -> dict[str, Any]:
+        """The call's record in the result document; `frames` is its last
+        key (`frames=False`: without it, for a caller that writes it)."""
+        out = {
             "choice": self.choice,
             "id": self.id,
             "name": self.name,
@@ -164,8 +188,19 @@ class Call:
             "started_frame": self.started_frame,
             "settled_frame": self.settled_frame,
             "invalid_at": self.invalid_at,
-            "frames": self.frames,
         }
+        if frames:
+            out["frames"] = self.frames.tolist()
+        return out
+
+
+def join_since(parts: list[str], joined: int) -> int:
+    """Join `parts[joined:]` into one entry (more than one to join); how many
+    leading entries are joined now.  Each call joins only what came since
+    the last one, so compacting as a stream goes costs linear time."""
+    if len(parts) - joined > 1:
+        parts[joined:] = ["".join(parts[joined:])]
+    return len(parts)
 
 
 class Choice:
@@ -182,6 +217,7 @@ class Choice:
         "unsettled",
         "by_id",
         "held_indexes",
+        "joined",
     )
 
     def __init__(self, index: int) -> None:
@@ -195,6 +231,15 @@ class Choice:
         self.unsettled: list[Call] = []
         self.by_id: dict[str, Call] = {}
         self.held_indexes: set[int] = set()
+        self.joined = [0, 0, 0]  # leading entries `compact` made: text, reasoning, refusal
+
+    def compact(self) -> None:
+        """Join the pieces of text taken since the last `compact` (see
+        `Call.compact`)."""
+        joined = self.joined
+        joined[0] = join_since(self.text, joined[0])
+        joined[1] = join_since(self.reasoning, joined[1])
+        joined[2] = join_since(self.refusal_text, joined[2])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -311,20 +356,26 @@ class EventLog(Sequence[Event]):
     longer walk one object per fragment: they had made the assembler's time
     grow faster than its input (bench/assemble.py).  A call's position is
     final once it starts, and only started calls get deltas.
+
+    A caller that writes the events down as they come (an upload) takes them
+    with `drain()`, which forgets them: a long stream's events are then not
+    all held until it ends.  Indexes keep counting from the stream's first
+    event; the drained ones can't be read again.
     """
 
-    __slots__ = ("items", "_started")
+    __slots__ = ("items", "_started", "drained")
 
     def __init__(self, started: list[Call]) -> None:
         # Events, and Delta tuples; the assembler appends to it directly.
         self.items: list[Event | Delta] = []
         self._started = started
+        self.drained = 0  # events handed out by `drain` and forgotten
 
     def append(self, event: Event) -> None:
         self.items.append(event)
 
     def __len__(self) -> int:
-        return len(self.items)
+        return self.drained + len(self.items)
 
     @overload
     def __getitem__(self, index: int) -> Event: ...
@@ -334,10 +385,20 @@ class EventLog(Sequence[Event]):
 
     def __getitem__(self, index: int | slice) -> Event | list[Event]:
         if isinstance(index, slice):
-            return [self._event(item) for item in self.items[index]]
-        return self._event(self.items[index])
+            start, stop, step = index.indices(len(self))
+            if start < self.drained:
+                raise IndexError("events before the last drain() were handed out")
+            held = slice(start - self.drained, stop - self.drained, step)
+            return [self._event(item) for item in self.items[held]]
+        if index < 0:
+            index += len(self)
+        if index < self.drained:
+            raise IndexError("events before the last drain() were handed out")
+        return self._event(self.items[index - self.drained])
 
     def __iter__(self) -> Iterator[Event]:
+        if self.drained:
+            raise IndexError("events before the last drain() were handed out")
         return map(self._event, self.items)
 
     def _event(self, item: Event | Delta) -> Event:
@@ -351,12 +412,47 @@ class EventLog(Sequence[Event]):
 
     def iter_dicts(self) -> Iterator[dict[str, Any]]:
         """The events as the result document writes them, one at a time."""
-        for item in self.items:
-            if type(item) is tuple:
-                frame, position, text = item
-                yield {"type": "toolcall_delta", "frame": frame, "call": position, "delta": text}
-            else:
-                yield item.to_dict()
+        if self.drained:
+            raise IndexError("events before the last drain() were handed out")
+        return map(_event_dict, self.items)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """The events not handed out yet, as the result document writes them,
+        up to the first that names a call still without its number (a call
+        not started: calls are numbered for good when the stream ends); they
+        are forgotten here.  After `Assembler.finish` every event has its
+        numbers, so a last `drain()` hands out the rest."""
+        items = self.items
+        count = 0
+        for item in items:
+            if type(item) is not tuple and not _numbered(item):
+                break
+            count += 1
+        out = [_event_dict(item) for item in items[:count]]
+        del items[:count]
+        self.drained += count
+        return out
+
+
+def _event_dict(item: Event | Delta) -> dict[str, Any]:
+    if type(item) is tuple:
+        frame, position, text = item
+        return {"type": "toolcall_delta", "frame": frame, "call": position, "delta": text}
+    return item.to_dict()
+
+
+def _numbered(event: Event) -> bool:
+    """Whether every call the event names (itself, or its anomaly's or
+    refusal's) has its final position."""
+    if event.call is not None and event.call.position is None:
+        return False
+    fields = event.fields
+    if type(fields) is dict:
+        for value in fields.values():
+            if type(value) in (Anomaly, Refusal) and value.call is not None:
+                if value.call.position is None:
+                    return False
+    return True
 
 
 class Result:
@@ -395,8 +491,10 @@ class Result:
     def choice0(self) -> Choice | None:
         return next((c for c in self.choices if c.index == 0), None)
 
-    def to_dict(self, *, events: bool = True) -> dict[str, Any]:
-        """The result document (`events=False`: without its event list)."""
+    def to_dict(self, *, events: bool = True, frames: bool = True) -> dict[str, Any]:
+        """The result document (`events=False`: without its event list,
+        which a caller that drained the events must leave out; `frames=False`:
+        the calls without their frame lists, see `Call.to_dict`)."""
         first = self.choice0
         document = {
             "policy": self.policy,
@@ -409,7 +507,7 @@ class Result:
             "text": "".join(first.text) if first else "",
             "reasoning": "".join(first.reasoning) if first else "",
             "choices": [choice.to_dict() for choice in self.choices],
-            "calls": [call.to_dict() for call in self.calls],
+            "calls": [call.to_dict(frames=frames) for call in self.calls],
             "dropped": list(self.dropped),
             "anomalies": [anomaly.to_dict() for anomaly in self.anomalies],
         }

@@ -122,6 +122,12 @@ class StreamAssembler:
         self.results = {policy: asm.finish() for policy, asm in self.assemblers.items()}
         return frames
 
+    def compact(self) -> None:
+        """See `Assembler.compact`: for a caller that stores frames as they
+        come and keeps the stream going for a long time."""
+        for assembler in self.assemblers.values():
+            assembler.compact()
+
     def _assemble(self, frames: list[Frame]) -> list[Frame]:
         for feed in self._feeds:
             for frame in frames:

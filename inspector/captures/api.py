@@ -64,13 +64,17 @@ def _upload_form(request: HttpRequest) -> ApiUploadForm:
     check_declared_size(request)
     try:
         if request.content_type != "multipart/form-data":
-            return ApiUploadForm(_options(request, {}), body=read_capped(request.read))
+            return ApiUploadForm(_options(request, {}), body=_body(request))
         files, fields = request.FILES, request.POST
     except RequestDataTooBig:
         raise TooLarge(declared_size(request)) from None
     except (MultiPartParserError, SuspiciousOperation) as error:
         raise BadRequest(f"the multipart body can't be read: {error}") from None
     return ApiUploadForm(_options(request, fields), files)
+
+
+def _body(request: HttpRequest) -> bytes:
+    return read_capped(request.read, declared_size(request))
 
 
 def _options(request: HttpRequest, fields: Any) -> dict[str, str]:

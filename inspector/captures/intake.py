@@ -137,6 +137,7 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 stream_format=planned.stream_format,
                 input_format=planned.input_format,
                 keep_bytes=False,
+                spill=True,
                 dialect=planned.dialect,
                 hint=planned.hint,
                 **planned.meta,

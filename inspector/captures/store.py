@@ -8,9 +8,13 @@ they mean, and this module writes it down for the pages to read.
 
 from __future__ import annotations
 
+import heapq
 import re
+from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import groupby, islice, repeat
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -36,7 +40,10 @@ from inspector.assembly.jsontext import dumps
 from . import models
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
+from .raw_bytes import write_raw
+from .spill import EventSpill
 from .timeline_data import frame_marks, summarize
+from .timelines import Timelines, add_refusal, timelines
 from .writes import writing
 
 BATCH = 2000
@@ -110,10 +117,12 @@ def close_capture(
     results: dict[str, Result],
     *,
     finished: bool = True,
+    spills: dict[str, EventSpill] | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Write what the assembly of a finished capture says (`model`: its
-    frames' `model_name`).  The frames' calls and marks are written in
+    frames' `model_name`; `spills`: per policy, the events the writer
+    drained as it went, the rest drained here).  The frames' calls and marks are written in
     transactions of BATCH frames each (a capture of a million tool-call frames
     never holds the write lock for the whole update); the capture's summary
     and its assemblies in one last transaction.  Each step can be run again,
@@ -125,8 +134,10 @@ def close_capture(
             setattr(capture, field, value)
         if finished:
             capture.finished = timezone.now()
+        capture.raw = b""
         capture.save()
-        _store_results(capture, results)
+        write_raw(capture, data)
+        _store_results(capture, results, spills)
     return capture
 
 
@@ -134,12 +145,14 @@ def _update_frame_marks(capture: models.Capture, result: Result) -> None:
     """Write each frame's calls and marks: one UPDATE per run of frames that
     share a value (a call's fragments are mostly one long run), at most
     BATCH frames per transaction.  (`bulk_update`, a CASE per row, took
-    4x the whole upload's time for 100k tool-call frames.)"""
-    touched, marks = _frame_marks(result)
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for number in sorted(set(touched) | set(marks)):
-        value = (tuple(touched.get(number, ())), tuple(marks.get(number, ())))
-        groups[value].append(number)
+    4x the whole upload's time for 100k tool-call frames.)  The frames of
+    each value are kept as an array of numbers (8 bytes a frame)."""
+    groups: dict[tuple, array[int]] = {}
+    for number, calls, kinds in _frame_values(result):
+        numbers = groups.get((calls, kinds))
+        if numbers is None:
+            numbers = groups[(calls, kinds)] = array("q")
+        numbers.append(number)
     for (calls, kinds), numbers in groups.items():
         for start in range(0, len(numbers), BATCH):
             batch = numbers[start : start + BATCH]
@@ -147,12 +160,25 @@ def _update_frame_marks(capture: models.Capture, result: Result) -> None:
                 _frames_numbered(capture, batch).update(calls=list(calls), marks=list(kinds))
 
 
-def _frames_numbered(capture: models.Capture, numbers: list[int]) -> Any:
+def _frame_values(result: Result) -> Iterator[tuple[int, tuple[int, ...], tuple[str, ...]]]:
+    """(frame, the calls it touched, its marks) of each frame that has
+    either, in frame order: what `_frame_marks` says, without a dict entry
+    per frame (each call's frames are in order; merged, not collected)."""
+    marks = frame_marks(result)
+    touched = heapq.merge(*(zip(call.frames, repeat(call.position)) for call in result.calls))
+    marked = ((number, None) for number in sorted(marks))
+    merged = heapq.merge(touched, marked, key=itemgetter(0))
+    for number, entries in groupby(merged, key=itemgetter(0)):
+        calls = tuple(position for _, position in entries if position is not None)
+        yield number, calls, tuple(marks.get(number, ()))
+
+
+def _frames_numbered(capture: models.Capture, numbers: Sequence[int]) -> Any:
     """The capture's frames with these (sorted) numbers: a range when they
     follow each other."""
     if numbers[-1] - numbers[0] == len(numbers) - 1:
         return capture.frames.filter(number__gte=numbers[0], number__lte=numbers[-1])
-    return capture.frames.filter(number__in=numbers)
+    return capture.frames.filter(number__in=list(numbers))
 
 
 def stored_stream(capture: models.Capture) -> bytes:
@@ -223,9 +249,14 @@ def _json(value: Any) -> Any:
     return orjson.loads(_NUL_ESCAPE.sub(rb"\1\\ufffd", text))
 
 
-def _store_results(capture: models.Capture, results: dict[str, Result]) -> None:
+def _store_results(
+    capture: models.Capture,
+    results: dict[str, Result],
+    spills: dict[str, EventSpill] | None = None,
+) -> None:
     for policy, result in results.items():
-        _store_assembly(capture, policy, result, with_fragments=policy == STRICT)
+        spill = spills.get(policy) if spills else None
+        _store_assembly(capture, policy, result, with_fragments=policy == STRICT, spill=spill)
 
 
 def model_name(frames: Sequence[StreamFrame]) -> str:
@@ -279,9 +310,16 @@ def _store_frames(
 
 
 def _store_assembly(
-    capture: models.Capture, policy: str, result: Result, *, with_fragments: bool
+    capture: models.Capture,
+    policy: str,
+    result: Result,
+    *,
+    with_fragments: bool,
+    spill: EventSpill | None = None,
 ) -> models.Assembly:
-    document = result.to_dict()
+    """`spill`: the events the writer drained so far (the rest are drained
+    here); else the result holds them all."""
+    document, result_json, call_timelines = _documented(result, spill)
     refusal = result.refusal
     first = result.choice0
     assembly = models.Assembly.objects.create(
@@ -297,10 +335,10 @@ def _store_assembly(
         finish_reason=_text((first.finish_reason or "")[:40]) if first else "",
         usage=_json(result.usage),
         text=_text(document["text"]),
-        result_json=dumps(document).decode(),
+        result_json=result_json,
         timeline=summarize(result) if policy == STRICT else None,
     )
-    timelines = _timelines(document)
+    del result_json, document
     calls = models.Call.objects.bulk_create(
         [
             models.Call(
@@ -316,7 +354,7 @@ def _store_assembly(
                 arguments=_json(call.arguments),
                 arguments_text=_text(call.arguments_text),
                 fragment_count=len(call.fragment_frames),
-                timeline=_json(timelines.get(call.position, [])),
+                timeline=_json(call_timelines.get(call.position, [])),
                 **call_columns(call, result.dialect),
             )
             for call in result.calls
@@ -327,68 +365,46 @@ def _store_assembly(
             if row.pk is None:  # a database that returns no ids from bulk_create
                 row = models.Call.objects.get(assembly=assembly, position=call.position)
             fragments = _fragments(row, call)
-            if row.argument_form == PATH_PIECES:
-                for fragment, state in zip(fragments, piece_states(call.pieces), strict=True):
-                    fragment.state = state
-            models.Fragment.objects.bulk_create(fragments, batch_size=BATCH)
+            while batch := list(islice(fragments, BATCH)):
+                models.Fragment.objects.bulk_create(batch)
     return assembly
 
 
-def _fragments(row: models.Call, call: AssembledCall) -> list[models.Fragment]:
+def _documented(result: Result, spill: EventSpill | None) -> tuple[dict[str, Any], str, Timelines]:
+    """The result document without its events (nor the calls' frames, when
+    spilled), its JSON text whole, and the calls' timelines."""
+    if spill is None:
+        document = result.to_dict()
+        result_json = dumps(document).decode()
+        call_timelines = timelines(document["events"], document["refusal"])
+        del document["events"]
+        return document, result_json, call_timelines
+    spill.add(result.events.drain())
+    document = result.to_dict(events=False, frames=False)
+    result_json = spill.result_json(result, document)
+    add_refusal(spill.timelines, document["refusal"])
+    return document, result_json, spill.timelines
+
+
+def _fragments(row: models.Call, call: AssembledCall) -> Iterator[models.Fragment]:
     """Each fragment with the scanner's state after it: a second, linear scan
-    of the call's arguments, done once here so pages never scan."""
+    of the call's arguments, done once here so pages never scan.  Made one
+    at a time (a call of 100k fragments is written a batch at a time)."""
     scanner = ArgumentScanner()
-    out = []
-    for seq, (frame, offset, text) in enumerate(call.fragments()):
+    states = None
+    if row.argument_form == PATH_PIECES:
+        states = piece_states([text for _, _, text in call.iter_fragments()])
+    for seq, (frame, offset, text) in enumerate(call.iter_fragments()):
         scanner.feed(text)
-        out.append(
-            models.Fragment(
-                call=row,
-                seq=seq,
-                frame=frame,
-                offset=offset,
-                text=_text(text),
-                depth=scanner.depth,
-                in_string=scanner.in_string,
-                complete=scanner.closed,
-                invalid_from=scanner.invalid_at,
-            )
+        yield models.Fragment(
+            call=row,
+            seq=seq,
+            frame=frame,
+            offset=offset,
+            text=_text(text),
+            depth=scanner.depth,
+            in_string=scanner.in_string,
+            complete=scanner.closed,
+            invalid_from=scanner.invalid_at,
+            state=states[seq] if states is not None else "",
         )
-    return out
-
-
-_TIMELINE_EVENTS = {"identity", "identity_ignored", "toolcall_start", "settled", "toolcall_end"}
-_CALL_ANOMALIES = {"index_reused", "index_changed", "guessed_continuation", "arguments_not_string"}
-_CALL_ANOMALIES |= {  # the dialects' anomalies about one call
-    "item_id_changed",
-    "call_id_changed",
-    "item_not_done",
-    "arguments_only_in_done",
-    "block_not_stopped",
-    "arguments_only_in_start",
-    "start_input_discarded",
-}
-
-
-def _timelines(document: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
-    """Per call, the events that tell how its identity evolved."""
-    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for event in document["events"]:
-        kind = event["type"]
-        if kind in _TIMELINE_EVENTS and event.get("call") is not None:
-            entry = {"frame": event["frame"], "event": kind}
-            if "field" in event:
-                entry["field"] = event["field"]
-                entry["value"] = event["value"]
-            out[event["call"]].append(entry)
-        elif kind == "anomaly":
-            # An anomaly event carries the anomaly itself under "anomaly".
-            anomaly = event.get("anomaly") or {}
-            if anomaly.get("call") is not None and anomaly.get("kind") in _CALL_ANOMALIES:
-                out[anomaly["call"]].append({"frame": event["frame"], "event": anomaly["kind"]})
-    refusal = document["refusal"]
-    if refusal and refusal["call"] is not None:
-        out[refusal["call"]].append(
-            {"frame": refusal["frame"], "event": "refusal", "value": refusal["code"]}
-        )
-    return out

@@ -88,10 +88,19 @@ def check_size(size: int | None) -> None:
         raise TooLarge(size)
 
 
-def read_capped(read: Callable[[int], bytes]) -> bytes:
-    """What `read(n)` gives, refused with TooLarge past the limit."""
-    data = read(max_upload_bytes() + 1)
-    if len(data) > max_upload_bytes():
+def read_capped(read: Callable[[int], bytes], expected: int | None = None) -> bytes:
+    """What `read(n)` gives, refused with TooLarge past the limit.
+
+    `expected` (the declared Content-Length) sizes the read: a body spooled
+    to a file is read into a buffer of the size asked for, the limit's when
+    nothing was declared.  A body longer than declared is read on, to the
+    limit and one byte."""
+    limit = max_upload_bytes()
+    first = limit + 1 if expected is None else min(expected, limit) + 1
+    data = read(first)
+    if len(data) == first <= limit:
+        data += read(limit + 1 - first)
+    if len(data) > limit:
         raise TooLarge()
     return data
 

@@ -9,6 +9,12 @@ upload every INSPECTOR_UPLOAD_BATCH_FRAMES frames, each in a transaction of
 its own, so no capture holds the database's write lock for longer than one
 batch, and memory holds one batch of frames, not the stream's.
 
+An upload (`spill=True`) also writes each batch's events down as the batch
+is stored (`spill.EventSpill`: a temporary file) and joins the small texts
+the assembler took (`StreamAssembler.compact`), so that memory holds one
+batch, not one event and one string per frame of the stream.  A live
+recording keeps its events: a viewer's messages read them as they grow.
+
 Until `finish()` the capture's outcome is "live": a viewer can watch it, and
 a process that dies leaves it for `recover_live`.
 """
@@ -21,6 +27,7 @@ from inspector.assembly import AUTO_DIALECT, POLICIES, STRICT, Frame, StreamAsse
 
 from . import models
 from .dialects import ASSUMED, dialect_basis
+from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
 
 
@@ -28,7 +35,8 @@ class CaptureWriter:
     """Open with `CaptureWriter.open(...)`, then `feed` / `flush` as the
     bytes arrive and `finish` once.  `keep_bytes=False` when the caller
     already holds the whole input and hands it to `finish` (an upload), so
-    it is not held twice."""
+    it is not held twice; `spill=True` writes the events down batch by
+    batch (see the module's docstring)."""
 
     def __init__(
         self,
@@ -37,6 +45,7 @@ class CaptureWriter:
         keep_bytes: bool = True,
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
+        spill: bool = False,
     ) -> None:
         self.capture = capture
         self.stream = StreamAssembler(capture.stream_format, POLICIES, dialect=dialect, hint=hint)
@@ -50,6 +59,7 @@ class CaptureWriter:
         self.pending: list[Frame] = []
         self._keep_bytes = keep_bytes
         self._chunks: list[bytes] = []
+        self._spills = {policy: EventSpill() for policy in POLICIES} if spill else None
 
     @classmethod
     def open(
@@ -59,10 +69,11 @@ class CaptureWriter:
         keep_bytes: bool = True,
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
+        spill: bool = False,
         **meta: Any,
     ) -> CaptureWriter:
         capture = open_capture(stream_format=stream_format, **meta)
-        return cls(capture, keep_bytes=keep_bytes, dialect=dialect, hint=hint)
+        return cls(capture, keep_bytes=keep_bytes, dialect=dialect, hint=hint, spill=spill)
 
     @property
     def slug(self) -> str:
@@ -87,6 +98,10 @@ class CaptureWriter:
                 self.model = model_name(frames)
             if self.basis == ASSUMED:
                 self.basis = dialect_basis(frames, *self._dialect_request)
+        if self._spills is not None:
+            for policy, assembler in self.stream.assemblers.items():
+                self._spills[policy].add(assembler.events.drain())
+            self.stream.compact()
         return frames
 
     def finish(
@@ -107,10 +122,24 @@ class CaptureWriter:
         last = self.flush(arrived_ms)
         raw = b"".join(self._chunks) if data is None else data
         meta.setdefault("dialect_basis", self.basis)
-        capture = close_capture(
-            self.capture, raw, self.model, self.stream.results, finished=finished, **meta
-        )
+        try:
+            capture = close_capture(
+                self.capture,
+                raw,
+                self.model,
+                self.stream.results,
+                finished=finished,
+                spills=self._spills,
+                **meta,
+            )
+        finally:
+            self.discard()
         return capture, last
+
+    def discard(self) -> None:
+        """Free the spilled events (temporary files); an upload given up calls it."""
+        for spill in (self._spills or {}).values():
+            spill.close()
 
 
 __all__ = ["CaptureWriter"]

@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from inspector.assembly import AUTO_DIALECT, DIALECTS, JSONL, SSE
 from inspector.captures import models
 from inspector.captures.models import capture_path
-from inspector.captures.uploads import TooLarge, check_total_size, read_capped
+from inspector.captures.uploads import TooLarge, check_total_size, declared_size, read_capped
 from inspector.http_json import BadRequest, json_endpoint, json_response
 
 from . import recorder
@@ -124,7 +124,7 @@ def append_ingest(request: HttpRequest, slug: str) -> HttpResponse:
     close_abandoned()
     live = _live(slug)
     try:
-        data = read_capped(request.read)
+        data = read_capped(request.read, declared_size(request))
     except TooLarge as error:
         raise BadRequest(f"one append is limited like an upload: {error}", 413) from None
     try:

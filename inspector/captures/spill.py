@@ -1,0 +1,104 @@
+"""An assembly's events written down while an upload is stored, so that
+they are never all held in memory at once: their JSON text goes to a
+temporary file (in memory while small), and what the calls' timelines take
+from them is noted as they pass.  At the end `result_json` builds the
+stored result text, exactly as `dumps(result.to_dict())` writes it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import shutil
+import tempfile
+from array import array
+from typing import IO, Any
+
+from inspector.assembly import Call, Result
+from inspector.assembly.jsontext import dumps
+
+from .timelines import Timelines, add_event, new_timelines
+
+# Event text held in memory before the spill moves to a file on disk.
+SPOOL_BYTES = 1024 * 1024
+_COPY_BLOCK = 1024 * 1024
+# Frame numbers written per `dumps`: orjson reserves about 160 bytes per
+# list item while it writes, 16 MB for a call touched by 100k frames.
+_FRAMES_BLOCK = 4096
+
+
+class EventSpill:
+    """`add(events)` as `EventLog.drain()` hands them out, in order; then
+    `result_json(result)` once; `close()` (or `with`) frees the file."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+        self.count = 0
+        self.timelines: Timelines = new_timelines()
+
+    def __enter__(self) -> EventSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def add(self, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        text = dumps(events)  # "[a,b]": the events as the document's list writes them
+        if self.count:
+            self._file.write(b",")
+        self._file.write(memoryview(text)[1:-1])
+        self.count += len(events)
+        for event in events:
+            add_event(self.timelines, event)
+
+    def result_json(self, result: Result, document: dict[str, Any]) -> str:
+        """The result document's JSON text (`document`: the result's
+        `to_dict(events=False, frames=False)`), with each call's frames and,
+        last, the spilled events.  Written to a file key by key (as orjson
+        writes a dict: `{"key":value,...}`) and decoded from it in one
+        piece, so the text is held once, not as bytes and again as a string."""
+        with tempfile.TemporaryFile() as out:
+            out.write(b"{")
+            for key, value in document.items():
+                out.write(dumps(key) + b":")
+                if key == "calls":
+                    _write_calls(out, value, result.calls)
+                else:
+                    out.write(dumps(value))
+                out.write(b",")
+            out.write(b'"events":[')
+            self._file.seek(0)
+            shutil.copyfileobj(self._file, out, _COPY_BLOCK)
+            out.write(b"]}")
+            out.flush()
+            with mmap.mmap(out.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                return str(view, "utf-8")
+
+
+def _write_calls(out: IO[bytes], records: list[dict[str, Any]], calls: list[Call]) -> None:
+    """The calls' records, each with its `frames` as its last key."""
+    out.write(b"[")
+    for position, (record, call) in enumerate(zip(records, calls, strict=True)):
+        if position:
+            out.write(b",")
+        out.write(memoryview(dumps(record))[:-1])
+        out.write(b',"frames":')
+        _write_frames(out, call.frames)
+        out.write(b"}")
+    out.write(b"]")
+
+
+def _write_frames(out: IO[bytes], frames: array[int]) -> None:
+    out.write(b"[")
+    for start in range(0, len(frames), _FRAMES_BLOCK):
+        if start:
+            out.write(b",")
+        out.write(memoryview(dumps(frames[start : start + _FRAMES_BLOCK].tolist()))[1:-1])
+    out.write(b"]")
+
+
+__all__ = ["SPOOL_BYTES", "EventSpill"]
