@@ -223,3 +223,55 @@ def test_an_upload_being_stored_is_never_taken_for_a_stale_live_capture(settings
     (capture,) = stored
     capture.refresh_from_db()
     assert capture.outcome == "ok" and not capture.interrupted
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_page_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypatch, settings):
+    """The upload page, as the API: an async view that Django cancels when its
+    client disconnects, so the upload stops after the step in hand and deletes
+    what it had stored."""
+    from urllib.parse import urlencode
+
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 50
+    secret = "s" * 32  # a CSRF secret, sent as the cookie and as the form's token
+    body = urlencode(
+        {"text": text_stream(5000).decode(), "format": "sse", "csrfmiddlewaretoken": secret}
+    ).encode()
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    steps_run = []
+
+    def counted(steps):
+        steps_run.append(1)
+        if len(steps_run) == 3:
+            loop.call_soon_threadsafe(started.set)
+        return advance(steps)
+
+    advance = intake.advance
+    monkeypatch.setattr(intake, "advance", counted)
+    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
+
+    async def receive():
+        message = next(messages, None)
+        if message is not None:
+            return message
+        await started.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        pass
+
+    scope = asgi_post(body)
+    scope.update(path="/upload/", raw_path=b"/upload/", query_string=b"")
+    scope["headers"] = [
+        (b"host", b"testserver"),
+        (b"content-type", b"application/x-www-form-urlencoded"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cookie", f"csrftoken={secret}".encode()),
+        (b"referer", b"http://testserver/upload/"),
+    ]
+    await asyncio.wait_for(get_asgi_application()(scope, receive, send), 30)
+
+    assert 3 <= len(steps_run) < 20  # stopped soon after the client left
+    assert await sync_to_async(models.Capture.objects.count)() == 0
+    assert await sync_to_async(models.Frame.objects.count)() == 0
