@@ -35,7 +35,15 @@ from typing import Any
 from inspector.assembly import Frame
 
 from . import replay
-from .base import DELIVERED, SNAPSHOT, Lens, LensCall, LensResult, describe_exception, text_of
+from .base import (
+    DELIVERED,
+    SNAPSHOT,
+    InstalledLens,
+    LensCall,
+    LensResult,
+    describe_exception,
+    text_of,
+)
 
 EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 # Content blocks that are tool calls, and the call kind each is reported as.
@@ -77,7 +85,7 @@ def _snapshot(stream: Any) -> Any:
         return None
 
 
-class AnthropicSdkLens(Lens):
+class AnthropicSdkLens(InstalledLens):
     """The SDK itself, when installed (the `lenses` extra)."""
 
     name = "anthropic"
@@ -85,20 +93,9 @@ class AnthropicSdkLens(Lens):
     library = "anthropic-sdk-python"
     version = "the installed anthropic"
     dialects = ("messages",)
-    runs_library = True
 
-    def available(self) -> bool:
-        try:
-            _load()
-        except ImportError:
-            return False
-        return True
-
-    def current_version(self) -> str:
-        try:
-            return _load()[0].__version__
-        except ImportError:
-            return "not installed"
+    def installed_version(self) -> str:
+        return _load()[0].__version__
 
     def run(
         self,

@@ -188,6 +188,30 @@ class Lens:
         )
 
 
+class InstalledLens(Lens):
+    """A lens that runs a library installed here (the `lenses` extra):
+    available, and at its installed version, when it imports."""
+
+    runs_library = True
+
+    def installed_version(self) -> str:
+        """The installed library's version; ImportError when it is missing."""
+        raise NotImplementedError
+
+    def available(self) -> bool:
+        try:
+            self.installed_version()
+        except ImportError:
+            return False
+        return True
+
+    def current_version(self) -> str:
+        try:
+            return self.installed_version()
+        except ImportError:
+            return "not installed"
+
+
 class LensError(Exception):
     """Raised inside a re-implemented lens where the library would raise;
     carries the `"Type: message"` text the lens reports."""

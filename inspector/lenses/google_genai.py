@@ -29,7 +29,15 @@ from typing import Any
 from inspector.assembly import Frame
 
 from . import replay
-from .base import DELIVERED, SNAPSHOT, Lens, LensCall, LensResult, describe_exception, text_of
+from .base import (
+    DELIVERED,
+    SNAPSHOT,
+    InstalledLens,
+    LensCall,
+    LensResult,
+    describe_exception,
+    text_of,
+)
 
 EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 PIECES = "a call streamed as partialArgs pieces: the SDK hands each chunk's piece over as a call"
@@ -56,7 +64,7 @@ def _call(function_call: Any, notes: list[str]) -> LensCall:
     )
 
 
-class GoogleGenAiLens(Lens):
+class GoogleGenAiLens(InstalledLens):
     """The SDK itself, when installed (the `lenses` extra)."""
 
     name = "google-genai"
@@ -64,20 +72,9 @@ class GoogleGenAiLens(Lens):
     library = "python-genai"
     version = "the installed google-genai"
     dialects = ("gemini",)
-    runs_library = True
 
-    def available(self) -> bool:
-        try:
-            _load()
-        except ImportError:
-            return False
-        return True
-
-    def current_version(self) -> str:
-        try:
-            return _load()[0].__version__
-        except ImportError:
-            return "not installed"
+    def installed_version(self) -> str:
+        return _load()[0].__version__
 
     def run(
         self,

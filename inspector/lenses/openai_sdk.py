@@ -51,7 +51,7 @@ from . import openai_responses
 from .base import (
     DELIVERED,
     SNAPSHOT,
-    Lens,
+    InstalledLens,
     LensCall,
     LensResult,
     describe_exception,
@@ -187,7 +187,7 @@ def _calls(completion: Any, *, parsed_by_sdk: bool) -> list[LensCall]:
     return calls
 
 
-class OpenAISdkLens(Lens):
+class OpenAISdkLens(InstalledLens):
     """The SDK itself, when installed (the `lenses` extra); its version is the
     installed one."""
 
@@ -196,20 +196,9 @@ class OpenAISdkLens(Lens):
     library = "openai-python"
     version = "the installed openai"
     dialects = ("chat", "responses")
-    runs_library = True
 
-    def available(self) -> bool:
-        try:
-            _load()
-        except ImportError:
-            return False
-        return True
-
-    def current_version(self) -> str:
-        try:
-            return _load()["version"]
-        except ImportError:
-            return "not installed"
+    def installed_version(self) -> str:
+        return _load()["version"]
 
     def run(
         self,

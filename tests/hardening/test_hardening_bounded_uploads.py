@@ -129,10 +129,9 @@ def asgi_post(data: bytes) -> dict:
     }
 
 
-@pytest.mark.django_db(transaction=True)
-async def test_an_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypatch, settings):
-    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 50
-    data = text_stream(5000)  # about 100 steps
+async def post_and_leave(monkeypatch, scope: dict, body: bytes) -> int:
+    """POST `body` to the ASGI app and disconnect once three upload steps
+    ran; how many steps ran in all."""
     started = asyncio.Event()
     loop = asyncio.get_running_loop()
     steps_run = []
@@ -145,7 +144,7 @@ async def test_an_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypa
 
     advance = intake.advance
     monkeypatch.setattr(intake, "advance", counted)
-    messages = iter([{"type": "http.request", "body": data, "more_body": False}])
+    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
 
     async def receive():
         message = next(messages, None)
@@ -154,16 +153,25 @@ async def test_an_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypa
         await started.wait()
         return {"type": "http.disconnect"}
 
-    sent = []
-
     async def send(message):
-        sent.append(message)
+        pass
 
-    await asyncio.wait_for(get_asgi_application()(asgi_post(data), receive, send), 30)
+    await asyncio.wait_for(get_asgi_application()(scope, receive, send), 30)
+    return len(steps_run)
 
-    assert 3 <= len(steps_run) < 20  # stopped soon after the client left
-    assert await sync_to_async(models.Capture.objects.count)() == 0
-    assert await sync_to_async(models.Frame.objects.count)() == 0
+
+async def nothing_stored() -> bool:
+    captures = await sync_to_async(models.Capture.objects.count)()
+    return captures == 0 and await sync_to_async(models.Frame.objects.count)() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_upload_whose_client_goes_away_stops_and_keeps_nothing(monkeypatch, settings):
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 50
+    data = text_stream(5000)  # about 100 steps
+    steps = await post_and_leave(monkeypatch, asgi_post(data), data)
+    assert 3 <= steps < 20  # stopped soon after the client left
+    assert await nothing_stored()
 
 
 @pytest.mark.django_db
@@ -237,30 +245,6 @@ async def test_a_page_upload_whose_client_goes_away_stops_and_keeps_nothing(monk
     body = urlencode(
         {"text": text_stream(5000).decode(), "format": "sse", "csrfmiddlewaretoken": secret}
     ).encode()
-    started = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    steps_run = []
-
-    def counted(steps):
-        steps_run.append(1)
-        if len(steps_run) == 3:
-            loop.call_soon_threadsafe(started.set)
-        return advance(steps)
-
-    advance = intake.advance
-    monkeypatch.setattr(intake, "advance", counted)
-    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
-
-    async def receive():
-        message = next(messages, None)
-        if message is not None:
-            return message
-        await started.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message):
-        pass
-
     scope = asgi_post(body)
     scope.update(path="/upload/", raw_path=b"/upload/", query_string=b"")
     scope["headers"] = [
@@ -270,8 +254,6 @@ async def test_a_page_upload_whose_client_goes_away_stops_and_keeps_nothing(monk
         (b"cookie", f"csrftoken={secret}".encode()),
         (b"referer", b"http://testserver/upload/"),
     ]
-    await asyncio.wait_for(get_asgi_application()(scope, receive, send), 30)
-
-    assert 3 <= len(steps_run) < 20  # stopped soon after the client left
-    assert await sync_to_async(models.Capture.objects.count)() == 0
-    assert await sync_to_async(models.Frame.objects.count)() == 0
+    steps = await post_and_leave(monkeypatch, scope, body)
+    assert 3 <= steps < 20  # stopped soon after the client left
+    assert await nothing_stored()
