@@ -37,6 +37,7 @@ from inspector.assembly import Frame
 from . import replay
 from .base import (
     DELIVERED,
+    EXTRA_HINT,
     SNAPSHOT,
     InstalledLens,
     LensCall,
@@ -45,7 +46,6 @@ from .base import (
     text_of,
 )
 
-EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 # Content blocks that are tool calls, and the call kind each is reported as.
 CALL_BLOCKS = {"tool_use": "function", "server_tool_use": "server"}
 

@@ -25,6 +25,9 @@ from typing import Any
 
 from inspector.assembly import Frame, FrameKind
 
+# What a lens whose library is missing tells its reader to do.
+EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
+
 # Where a lens's calls come from (`LensResult.calls_from`).
 DELIVERED = "final"  # what the library hands its caller
 SNAPSHOT = "snapshot"  # its state when it raised: the caller never gets these

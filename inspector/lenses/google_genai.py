@@ -22,7 +22,6 @@ Pure Python: nothing here imports Django.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +30,7 @@ from inspector.assembly import Frame
 from . import replay
 from .base import (
     DELIVERED,
+    EXTRA_HINT,
     SNAPSHOT,
     InstalledLens,
     LensCall,
@@ -39,7 +39,6 @@ from .base import (
     text_of,
 )
 
-EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 PIECES = "a call streamed as partialArgs pieces: the SDK hands each chunk's piece over as a call"
 
 
@@ -59,7 +58,7 @@ def _call(function_call: Any, notes: list[str]) -> LensCall:
     return LensCall(
         id=text_of(getattr(function_call, "id", None)),
         name=text_of(getattr(function_call, "name", None)),
-        arguments_text=json.dumps(arguments, separators=(",", ":"), ensure_ascii=False),
+        arguments_text=text_of(arguments),
         arguments=arguments,
     )
 

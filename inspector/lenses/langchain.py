@@ -38,9 +38,17 @@ from typing import Any
 from inspector.assembly import Frame
 
 from . import replay
-from .base import DELIVERED, SNAPSHOT, Lens, LensCall, LensResult, describe_exception, text_of
+from .base import (
+    DELIVERED,
+    EXTRA_HINT,
+    SNAPSHOT,
+    Lens,
+    LensCall,
+    LensResult,
+    describe_exception,
+    text_of,
+)
 
-EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 # The partner package that serves each dialect, and its import name.
 PARTNERS = {
     "chat": ("langchain-openai", "langchain_openai"),

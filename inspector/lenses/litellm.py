@@ -46,6 +46,7 @@ from inspector.assembly import Frame
 from . import replay
 from .base import (
     DELIVERED,
+    EXTRA_HINT,
     SNAPSHOT,
     Lens,
     LensCall,
@@ -55,7 +56,6 @@ from .base import (
     text_of,
 )
 
-EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 # LiteLLM reads these when it is first imported: no cost map from the network.
 OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
 MODEL = "lens"

@@ -50,6 +50,7 @@ from inspector.assembly import Frame
 from . import openai_responses
 from .base import (
     DELIVERED,
+    EXTRA_HINT,
     SNAPSHOT,
     InstalledLens,
     LensCall,
@@ -60,8 +61,6 @@ from .base import (
     text_of,
     wire,
 )
-
-EXTRA_HINT = "install the optional extra: pip install 'stream-inspector[lenses]'"
 
 
 def _load() -> dict[str, Any]:
