@@ -11,7 +11,8 @@ It measures, side by side in one run:
             lenient, frames, assemblies, calls, fragments, one transaction)
     bare    a bare bulk_create of the same 100k Frame rows, nothing else
     pages   server time (in-process test client) of the capture page and of a
-            frame permalink, for a 100-frame and a 100k-frame capture
+            frame permalink, for a 100-frame and a 100k-frame capture; and of
+            the frames panel filtered (?frames=call-1, text, anomalies)
 
 Targets: store <= 3x bare; each page for 100k frames within 2x of 100 frames.
 """
@@ -110,14 +111,21 @@ def main() -> None:
     (big_capture,) = store_upload(big, name="big.sse")
     client = Client()
     rows = []
-    for label, suffix in (("capture page", ""), ("frame permalink", "frames/{n}/")):
+    for label, suffix in (
+        ("capture page", ""),
+        ("frame permalink", "frames/{n}/"),
+        ("?frames=call-1", "?frames=call-1"),
+        ("?frames=text", "?frames=text"),
+        ("?frames=anomalies", "?frames=anomalies"),
+        ("?raw=1", "?raw=1"),
+    ):
         small_path = f"/c/{small_capture.slug}/" + suffix.format(n=small_capture.frame_count // 2)
         big_path = f"/c/{big_capture.slug}/" + suffix.format(n=big_capture.frame_count // 2)
         small_s, big_s = page_time(client, small_path), page_time(client, big_path)
         rows.append((label, small_s, big_s))
     for label, small_s, big_s in rows:
         print(
-            f"{label:16} 100 frames {small_s * 1000:7.1f} ms   100k frames {big_s * 1000:7.1f} ms"
+            f"{label:18} 100 frames {small_s * 1000:7.1f} ms   100k frames {big_s * 1000:7.1f} ms"
             f"   ratio {big_s / small_s:5.2f}x  (target <= 2x)"
         )
 

@@ -58,24 +58,34 @@ def split_piece(text: str) -> tuple[str, bool, Any] | None:
     return None
 
 
-def piece_states(texts: list[str]) -> list[str]:
-    """For each path-piece fragment, the arguments object after it as
-    compact JSON (empty once STATE_BUDGET is spent, or where a piece does
-    not apply)."""
-    value: dict[str, Any] = {}
-    spent = 0
-    out = []
-    for text in texts:
+class PieceStates:
+    """The arguments object after each path-piece fragment, one fragment at
+    a time (`add`): compact JSON, empty once STATE_BUDGET is spent or where
+    a piece does not apply.  Used whole when a capture is stored and piece
+    by piece for a live viewer."""
+
+    def __init__(self) -> None:
+        self.value: dict[str, Any] = {}
+        self.spent = 0
+
+    def add(self, text: str) -> str:
         piece = split_piece(text)
-        state = ""
-        if piece is not None:
-            path, extends, part = piece
-            try:
-                set_at(value, parse_path(path), part, extend=extends)
-                if spent < STATE_BUDGET:
-                    state = dumps(value).decode()
-                    spent += len(state)
-            except PathError:
-                state = ""
-        out.append(state)
-    return out
+        if piece is None:
+            return ""
+        path, extends, part = piece
+        try:
+            set_at(self.value, parse_path(path), part, extend=extends)
+        except PathError:
+            return ""
+        if self.spent >= STATE_BUDGET:
+            return ""
+        state = dumps(self.value).decode()
+        self.spent += len(state)
+        return state
+
+
+def piece_states(texts: list[str]) -> list[str]:
+    """For each path-piece fragment, the arguments object after it (see
+    `PieceStates`)."""
+    states = PieceStates()
+    return [states.add(text) for text in texts]

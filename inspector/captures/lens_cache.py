@@ -39,7 +39,9 @@ time limit) is claimed again.
 A capture with more frames than `INSPECTOR_LENS_MAX_FRAMES` is never run:
 its row says `too_large`.  Inside an open transaction (ATOMIC_REQUESTS, a
 test's transaction) a worker thread could not see the capture's
-uncommitted rows, so there the runs happen in the caller, in this process.
+uncommitted rows, so there the runs happen in the caller's thread; each is
+still a bounded child process, as everywhere: no client library ever runs in
+the server's process.
 """
 
 from __future__ import annotations
@@ -139,7 +141,7 @@ def ask(capture: Capture) -> Asked:
     claimed = _claim_stale(capture, rows, asked.at)
     if settings.INSPECTOR_LENS_WORKERS <= 0 or connection.in_atomic_block:
         for run in claimed:
-            compute(run, in_process=connection.in_atomic_block)
+            compute(run)
     else:
         asked.futures = [_workers().submit(_in_worker, run) for run in claimed]
     return asked
@@ -225,9 +227,7 @@ def _in_worker(run: LensRun) -> None:
         connection.close()
 
 
-def compute(
-    run: LensRun, *, in_process: bool = False, wanted: Callable[[], bool] | None = None
-) -> None:
+def compute(run: LensRun, *, wanted: Callable[[], bool] | None = None) -> None:
     """Run one claimed lens on its capture and store the answer; a run that
     `wanted()` says nobody waits for any more is stopped, stored `abandoned`."""
     capture = Capture.objects.only("raw", "stream_format", "request_json", "frame_count").get(
@@ -244,7 +244,7 @@ def compute(
     elif wanted is not None and not wanted():
         answer = {"status": Status.ABANDONED}  # still queued when its last visitor left
     else:
-        answer = _run(run.lens, capture, in_process, wanted)
+        answer = _run(run.lens, capture, wanted)
     if answer["status"] == Status.ABANDONED:
         answer["detail"] = _nobody_waiting(run, answer.get("pid"))
     _store(run, answer)
@@ -258,13 +258,11 @@ def _nobody_waiting(run: LensRun, pid: int | None) -> str:
     return why
 
 
-def _run(
-    name: str, capture: Capture, in_process: bool, wanted: Callable[[], bool] | None
-) -> dict[str, Any]:
+def _run(name: str, capture: Capture, wanted: Callable[[], bool] | None) -> dict[str, Any]:
     body, fmt = bytes(capture.raw or b""), capture.stream_format
     tools = request_tools(capture.request_json)
     # A library not installed here needs no process: the lens says so at once.
-    if not in_process and LENSES[name].available():
+    if LENSES[name].available():
         abandon = settings.INSPECTOR_LENS_ABANDON_SECONDS
         return bounded_run(
             name,

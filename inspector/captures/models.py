@@ -86,6 +86,9 @@ class Capture(models.Model):
     # Closed by recovery: the process recording it stopped before the stream
     # ended, so it holds only the frames stored until then.
     interrupted = models.BooleanField(default=False)
+    # Opened by HTTP ingest: any process may take its appends (its bytes are
+    # kept as IngestChunks while it is live); the ingest websocket's are not.
+    http_ingest = models.BooleanField(default=False)
     # A capture made from another one (the minimizer's smallest failing stream).
     derived_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derivatives"
@@ -196,15 +199,50 @@ class Frame(models.Model):
     calls = models.JSONField(default=list, blank=True)
     # Dropped-delta reasons and anomaly kinds recorded at this frame.
     marks = models.JSONField(default=list, blank=True)
+    # What the strict assembly's events say the frame did, one compact item
+    # each (`frame_did.py`): the frames table's parsed row.  Written when the
+    # frame is stored; [] for frames stored before it was.
+    did = models.JSONField(default=list, blank=True)
+    # Whether it carried text or reasoning (the frames panel's text filter).
+    has_text = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["number"]
         constraints = [
             models.UniqueConstraint(fields=["capture", "number"], name="frame_number_unique")
         ]
+        # The text filter's frames (`pages/frame_filter.py`), counted and paged
+        # without reading the capture's other frames; only they are indexed.
+        indexes = [
+            models.Index(
+                fields=["capture", "number"], condition=models.Q(has_text=True), name="frame_text"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"frame {self.number} ({self.kind})"
+
+
+class IngestChunk(models.Model):
+    """One HTTP ingest append's bytes, kept while its capture is live.
+
+    The bytes received so far are the chunks in `offset` order (their sum is
+    `Capture.byte_size` while the capture is live), so any server process can
+    rebuild a capture's assembler from the database and take its next append
+    (`live/ingest.py`).  The chunks are deleted when the capture closes: its
+    `raw` then holds the bytes."""
+
+    capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="ingest_chunks")
+    offset = models.BigIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["capture", "offset"], name="ingest_chunk_offset_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{len(self.data)} bytes at {self.offset}"
 
 
 class Assembly(models.Model):

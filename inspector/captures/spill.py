@@ -1,8 +1,8 @@
 """An assembly's events written down while an upload is stored, so that
 they are never all held in memory at once: their JSON text goes to a
-temporary file (in memory while small), and what the calls' timelines take
-from them is noted as they pass.  At the end `result_json` builds the
-stored result text, exactly as `dumps(result.to_dict())` writes it.
+temporary file (in memory while small), and what the calls' timelines and
+the timeline picture's text lane take from them is noted as they pass.  At
+the end `result_json` builds the stored result text, exactly as `dumps(result.to_dict())` writes it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import IO, Any
 from inspector.assembly import Call, Result
 from inspector.assembly.jsontext import dumps
 
+from .timeline_data import ProseFrames
 from .timelines import Timelines, add_event, new_timelines
 
 # Event text held in memory before the spill moves to a file on disk.
@@ -34,6 +35,7 @@ class EventSpill:
         self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
         self.count = 0
         self.timelines: Timelines = new_timelines()
+        self.prose = ProseFrames()  # the frames of the text and reasoning
 
     def __enter__(self) -> EventSpill:
         return self
@@ -54,6 +56,7 @@ class EventSpill:
         self.count += len(events)
         for event in events:
             add_event(self.timelines, event)
+            self.prose.add(event)
 
     def result_json(self, result: Result, document: dict[str, Any]) -> str:
         """The result document's JSON text (`document`: the result's

@@ -40,9 +40,10 @@ from inspector.assembly.jsontext import dumps
 from . import models
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
+from .frame_did import FrameDid, carries_text, did_by_frame
 from .raw_bytes import write_raw
 from .spill import EventSpill
-from .timeline_data import frame_marks, summarize
+from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
 from .timelines import Timelines, add_refusal, timelines
 from .writes import writing
 
@@ -84,7 +85,8 @@ def store_stream(
             **_clean_meta(meta),
         )
         touched, marks = _frame_marks(results[STRICT])
-        _store_frames(capture, frames, arrived_ms, touched, marks)
+        did = stored_did(results[STRICT])
+        _store_frames(capture, frames, arrived_ms, touched, marks, did)
         _store_results(capture, results)
     return capture
 
@@ -103,11 +105,22 @@ def open_capture(
 
 
 def append_frames(
-    capture: models.Capture, frames: list[StreamFrame], arrived_ms: Sequence[float | None]
+    capture: models.Capture,
+    frames: list[StreamFrame],
+    arrived_ms: Sequence[float | None],
+    did: FrameDid | None = None,
 ) -> None:
-    """Store frames of a live capture as they complete; which calls they
-    touched is written when the capture closes."""
-    _store_frames(capture, frames, arrived_ms, {}, {}, offset=frames[0].number if frames else 0)
+    """Store frames of a live capture as they complete, with what they did
+    (`did`: `frame_did.did_by_frame` of the events they caused); which calls
+    they touched is written when the capture closes."""
+    offset = frames[0].number if frames else 0
+    _store_frames(capture, frames, arrived_ms, {}, {}, did or {}, offset=offset)
+
+
+def stored_did(result: Result) -> FrameDid:
+    """What each frame did, from a result that still holds all its events."""
+    calls = result.calls
+    return did_by_frame(result.events.items, lambda position: calls[position].name)
 
 
 def close_capture(
@@ -289,6 +302,7 @@ def _store_frames(
     arrived_ms: Sequence[float | None] | None,
     touched: dict[int, list[int]],
     marks: dict[int, list[str]],
+    did: FrameDid,
     *,
     offset: int = 0,
 ) -> None:
@@ -303,6 +317,8 @@ def _store_frames(
             arrived_ms=arrived_ms[frame.number - offset] if arrived_ms else None,
             calls=touched.get(frame.number, []),
             marks=marks.get(frame.number, []),
+            did=did.get(frame.number, []),
+            has_text=carries_text(did.get(frame.number, ())),
         )
         for frame in frames
     ]
@@ -319,7 +335,7 @@ def _store_assembly(
 ) -> models.Assembly:
     """`spill`: the events the writer drained so far (the rest are drained
     here); else the result holds them all."""
-    document, result_json, call_timelines = _documented(result, spill)
+    document, result_json, call_timelines, prose = _documented(result, spill)
     refusal = result.refusal
     first = result.choice0
     assembly = models.Assembly.objects.create(
@@ -336,26 +352,17 @@ def _store_assembly(
         usage=_json(result.usage),
         text=_text(document["text"]),
         result_json=result_json,
-        timeline=summarize(result) if policy == STRICT else None,
+        timeline=summarize(result, prose, arrival_times(capture)) if policy == STRICT else None,
     )
     del result_json, document
     calls = models.Call.objects.bulk_create(
         [
             models.Call(
                 assembly=assembly,
-                position=call.position,
-                choice=_int(call.choice),
-                call_id=_text(call.id or ""),
-                name=_text(call.name or ""),
-                index=_int(call.index),
-                started_frame=call.started_frame,
-                settled_frame=call.settled_frame,
-                invalid_at=_json(call.invalid_at),
                 arguments=_json(call.arguments),
                 arguments_text=_text(call.arguments_text),
-                fragment_count=len(call.fragment_frames),
                 timeline=_json(call_timelines.get(call.position, [])),
-                **call_columns(call, result.dialect),
+                **call_fields(call, result.dialect),
             )
             for call in result.calls
         ]
@@ -370,20 +377,47 @@ def _store_assembly(
     return assembly
 
 
-def _documented(result: Result, spill: EventSpill | None) -> tuple[dict[str, Any], str, Timelines]:
+def call_fields(call: AssembledCall, dialect: str) -> dict[str, Any]:
+    """A Call row's fields that say who the call is and how far it got
+    (not its arguments nor its timeline): what the store writes when the
+    capture closes, and what a live viewer's card is rendered from before."""
+    return {
+        "position": call.position,
+        "choice": _int(call.choice),
+        "call_id": _text(call.id or ""),
+        "name": _text(call.name or ""),
+        "index": _int(call.index),
+        "started_frame": call.started_frame,
+        "settled_frame": call.settled_frame,
+        "invalid_at": _json(call.invalid_at),
+        "fragment_count": len(call.fragment_frames),
+        **call_columns(call, dialect),
+    }
+
+
+def fragment_text(text: str) -> str:
+    """A fragment's text as stored (NUL as U+FFFD)."""
+    return _text(text)
+
+
+def _documented(
+    result: Result, spill: EventSpill | None
+) -> tuple[dict[str, Any], str, Timelines, ProseFrames]:
     """The result document without its events (nor the calls' frames, when
-    spilled), its JSON text whole, and the calls' timelines."""
+    spilled), its JSON text whole, the calls' timelines and the frames of
+    its text and reasoning."""
     if spill is None:
         document = result.to_dict()
         result_json = dumps(document).decode()
         call_timelines = timelines(document["events"], document["refusal"])
+        prose = ProseFrames().add_all(document["events"])
         del document["events"]
-        return document, result_json, call_timelines
+        return document, result_json, call_timelines, prose
     spill.add(result.events.drain())
     document = result.to_dict(events=False, frames=False)
     result_json = spill.result_json(result, document)
     add_refusal(spill.timelines, document["refusal"])
-    return document, result_json, spill.timelines
+    return document, result_json, spill.timelines, spill.prose
 
 
 def _fragments(row: models.Call, call: AssembledCall) -> Iterator[models.Fragment]:

@@ -27,6 +27,7 @@ from inspector.assembly import AUTO_DIALECT, POLICIES, STRICT, Frame, StreamAsse
 
 from . import models
 from .dialects import ASSUMED, dialect_basis
+from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
 
@@ -60,6 +61,9 @@ class CaptureWriter:
         self._keep_bytes = keep_bytes
         self._chunks: list[bytes] = []
         self._spills = {policy: EventSpill() for policy in POLICIES} if spill else None
+        self._events_filed = 0  # strict events already filed by frame (`_frames_did`)
+        self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
+        self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
 
     @classmethod
     def open(
@@ -89,20 +93,56 @@ class CaptureWriter:
         self.pending.extend(frames)
         return frames
 
+    def replay(self, data: bytes) -> int:
+        """Feed bytes whose frames are stored already (another process
+        stored them): the assembler catches up, nothing is written, and the
+        next frames are numbered after them.  The frames it read again."""
+        frames = self.feed(data)
+        self.pending = []
+        self._frames_did()  # their events were filed by the process that stored them
+        if frames and not self.model:
+            self.model = model_name(frames)
+        if frames and self.basis == ASSUMED:
+            self.basis = dialect_basis(frames, *self._dialect_request)
+        return len(frames)
+
     def flush(self, arrived_ms: float | None = None) -> list[Frame]:
         """Store the held frames (all arrived at `arrived_ms`); them."""
         frames, self.pending = self.pending, []
+        did = self.last_did = self._frames_did()
         if frames:
-            append_frames(self.capture, frames, [arrived_ms] * len(frames))
+            append_frames(self.capture, frames, [arrived_ms] * len(frames), did)
             if not self.model:
                 self.model = model_name(frames)
             if self.basis == ASSUMED:
                 self.basis = dialect_basis(frames, *self._dialect_request)
+            self._store_dialect()
         if self._spills is not None:
             for policy, assembler in self.stream.assemblers.items():
                 self._spills[policy].add(assembler.events.drain())
             self.stream.compact()
         return frames
+
+    def _store_dialect(self) -> None:
+        """The dialect the frames are read in, written as soon as it is known
+        (once, or again if the frames tell another): the page of a capture
+        still being written names each frame's fields in its terms, as its
+        live viewers are sent them."""
+        dialect = self.strict.dialect
+        if (dialect, self.basis) != (self.capture.dialect, self.capture.dialect_basis):
+            self.capture.dialect, self.capture.dialect_basis = dialect, self.basis
+            models.Capture.objects.filter(pk=self.capture.pk).update(
+                dialect=dialect, dialect_basis=self.basis
+            )
+
+    def _frames_did(self) -> FrameDid:
+        """What the frames fed since the last flush did: the strict events
+        they caused, filed by frame (before `flush` drains them)."""
+        events = self.strict.events
+        new = events.items[self._events_filed - events.drained :]
+        self._events_filed = len(events)
+        started = self.strict.started
+        return did_by_frame(new, lambda position: started[position].name, self._did_seen)
 
     def finish(
         self,

@@ -24,6 +24,7 @@ Pure Python: nothing here imports Django.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,6 +33,13 @@ from inspector.assembly import STRICT, Frame, Result
 
 from . import anthropic_sdk, google_genai, langchain, litellm, openai_sdk, vercel
 from .base import Lens, LensCall, LensResult
+
+# LiteLLM fetches its model cost map from GitHub when first imported, unless told
+# not to; `litellm._load` tells it, but another library may import it first.  Every
+# process that imports the lenses (the server, the lens fork server, the tests) tells
+# it here, before any lens runs.
+for _key, _value in litellm.OFFLINE.items():
+    os.environ.setdefault(_key, _value)
 
 # Every lens by name, in the order the matrix shows them.
 LENSES: dict[str, Lens] = {

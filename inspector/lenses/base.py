@@ -179,6 +179,16 @@ class Lens:
         `dialects`)."""
         raise NotImplementedError
 
+    # How `run_as_tested` enters the library, when not as `run` does (lens_check says it).
+    tested_entry: str = ""
+
+    def run_as_tested(self, frames: Iterable[Frame], *, dialect: str = "chat") -> LensResult:
+        """What the library makes of `frames` entered where its own tests enter
+        it (`manage.py lens_check` compares this with those tests).  `run`,
+        unless the tests call a lower part than a user's stream goes through
+        (`tested_entry` names it)."""
+        return self.run(frames, dialect=dialect)
+
     def new_result(self, **fields: Any) -> LensResult:
         """An empty answer of this lens, naming its library and version."""
         fields.setdefault("version", self.version)

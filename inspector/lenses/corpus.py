@@ -10,6 +10,11 @@ lens stands for it (`pi` and the `issue` threads have none).
         check.verdict      # "agreed", "disagreed" or "no lens"
         check.differences  # one sentence per field that differs
 
+Each lens is entered where its project's tests enter the library
+(`Lens.run_as_tested`): LiteLLM's tests call its chunk builder on chunks made
+from JSON, not `completion()`'s stream wrapper, so there the check does too
+(and says so); every other lens runs as in the matrix.
+
 What is compared is what a lens reports: the outcome (an error or not), the
 error's text, the calls (id, name, the arguments text, the parsed arguments,
 a custom call's input, whichever the peer names), LangChain's count of
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import read_frames_and_result, run_lens
+from . import LENSES, read_frames_and_result
 from .base import LensCall, LensResult
 
 # The project (a file name's prefix before "__") -> the lens of its library.
@@ -81,8 +86,9 @@ def check_stream(name: str, stream: Path, expect: Path) -> StreamCheck:
     check = StreamCheck(name, project, lens, NO_LENS, note=str(peer.get("note") or ""))
     if lens is None:
         return check
-    frames, _ = read_frames_and_result(stream.read_bytes(), STREAM_FORMATS[stream.suffix])
-    check.differences = differences(run_lens(lens, frames), peer)
+    frames, strict = read_frames_and_result(stream.read_bytes(), STREAM_FORMATS[stream.suffix])
+    tested = LENSES[lens].run_as_tested(frames, dialect=strict.dialect)
+    check.differences = differences(tested, peer)
     check.not_compared = [key for key in NOT_COMPARED if key in peer]
     check.verdict = DISAGREED if check.differences else AGREED
     return check

@@ -232,5 +232,35 @@ class LiteLLMLens(Lens):
         result.calls_from = SNAPSHOT if result.error else DELIVERED
         return result
 
+    tested_entry = "stream_chunk_builder on the frames' chunks, no stream wrapper"
+
+    def run_as_tested(self, frames: Iterable[Frame], *, dialect: str = "chat") -> LensResult:
+        """LiteLLM's tests of its builder (`test_stream_chunk_builder.py`,
+        `test_streaming_chunk_builder_utils.py`) build `ModelResponseStream`
+        chunks from JSON and call `stream_chunk_builder` on them: no
+        `completion()`, no stream wrapper, so none of the wrapper's rules (a
+        stream that ends without a finish reason raises there).  The same
+        entry here, for chat streams; `run` is what LiteLLM's users get."""
+        if dialect != "chat":
+            return self.run(frames, dialect=dialect)
+        try:
+            litellm = _load()
+        except ImportError as error:
+            return self.unavailable(f"litellm is not installed ({error}); {EXTRA_HINT}")
+        from litellm.types.utils import ModelResponseStream
+
+        result = self.new_result(version=_version())
+        payloads = [frame.payload for frame in frames if isinstance(frame.payload, dict)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                chunks = [ModelResponseStream(**payload) for payload in payloads]
+            except Exception as error:  # a chunk its types refuse: the answer
+                result.error, chunks = describe_exception(error), []
+            built = _built(litellm, chunks, result)
+        result.calls = calls_of(built)
+        result.calls_from = SNAPSHOT if result.error else DELIVERED
+        return result
+
 
 LENS = LiteLLMLens()

@@ -63,9 +63,10 @@ def run_one(name: str, body: bytes, fmt: str, tools: list[dict[str, Any]] | None
     }
 
 
-def _fork_context() -> Any:
+def fork_context() -> Any:
     """The fork server's context, started once per process (it starts at the
-    first child)."""
+    first child).  Other bounded work on untrusted bytes (the minimizer
+    keeping a lens's divergence) forks its children from it too."""
     global _context
     with _context_lock:
         if _context is None:
@@ -74,10 +75,15 @@ def _fork_context() -> Any:
         return _context
 
 
-def _child(conn: Connection, job: dict[str, Any], memory_mb: int) -> None:
-    """In the child: cap the address space, run, send the answer as JSON."""
+def cap_memory(memory_mb: int) -> None:
+    """In a child: cap its address space at `memory_mb` (a MemoryError past it)."""
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _child(conn: Connection, job: dict[str, Any], memory_mb: int) -> None:
+    """In the child: cap the address space, run, send the answer as JSON."""
+    cap_memory(memory_mb)
     try:
         answer = run_one(job["lens"], job["body"], job["format"], job["tools"])
     except MemoryError:
@@ -108,7 +114,7 @@ def bounded_run(
     `check_every` seconds) says False: its answer, or `{"status": "timeout"}`,
     `{"status": "abandoned"}` or `{"status": "failed", "detail": why}`; each
     with the child's `pid` (gone once this returns)."""
-    context = _fork_context()
+    context = fork_context()
     receive, send = context.Pipe(duplex=False)
     job = {"lens": name, "body": body, "format": fmt, "tools": tools}
     child = context.Process(target=_child, args=(send, job, memory_mb), daemon=True)

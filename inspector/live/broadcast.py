@@ -6,8 +6,10 @@ and nowhere else (their `type` names the consumer's handler; the consumer
 renames it for the browser):
 
 * `captures.changed` (list): a capture opened or closed;
-* `capture.frames` (one capture): the frames one read completed, the calls
-  they touched with their new fragments, the refusal decided so far;
+* `capture.frames` (one capture): the rows one read completed, rendered
+  by the capture page's own templates: the new frames' rows, the cards of
+  the calls that changed (`captures/pages/live_cards.py`), the refusal
+  decided so far; the browser only inserts them, by their DOM ids;
 * `capture.finished` (one capture): the last frames and the outcome;
 * `snapshot`: what a viewer who joins late gets first (sent by the
   consumer itself, to that viewer alone).
@@ -26,10 +28,10 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from inspector.captures.pages.frames import live_frame_row
+from inspector.captures.pages.live_cards import Rendered
 from inspector.captures.records import RefusalRecord, refusal_record
 
 if TYPE_CHECKING:
-    from inspector.assembly import Call
     from inspector.assembly.result import Refusal
 
 logger = logging.getLogger(__name__)
@@ -46,31 +48,13 @@ def capture_group(slug: str) -> str:
 
 
 class FrameEntry(TypedDict):
-    number: int
-    kind: str
-    arrived_ms: float | None
+    number: int  # where the row goes: after the rows shown, or in place of row `f-<number>`
     html: str  # the row the capture page shows for it, rendered here: the browser only inserts it
 
 
-class FragmentEntry(TypedDict):
-    frame: int
-    offset: int
-    text: str
-
-
 class CallEntry(TypedDict):
-    position: int | None
-    choice: int
-    id: str | None
-    name: str | None
-    index: int | None
-    started_frame: int | None
-    settled_frame: int | None
-    fragments: list[FragmentEntry]
-    depth: int
-    in_string: bool
-    complete: bool
-    invalid_from: int | None
+    position: int  # where the card goes: in place of `call-<position>`, or in position order
+    html: str  # the call's card, rendered by the capture page's card template
 
 
 # A refusal in a message is the one refusal record (`captures/records.py`).
@@ -86,33 +70,21 @@ def frame_entry(
     *,
     calls: Sequence[int] = (),
     marks: Sequence[str] = (),
+    did: Sequence[Sequence[Any]] | None = None,
+    dialect: str = "chat",
 ) -> FrameEntry:
     """A frame as a viewer gets it: its row of the capture page's frames
-    table (event name and JSON type, raw text, permalink), rendered by the
-    page's own template."""
-    html = live_frame_row(slug, number, kind, raw, arrived_ms, calls=calls, marks=marks)
-    return {"number": number, "kind": kind, "arrived_ms": arrived_ms, "html": html}
+    table (event name and JSON type, calls, marks, what it did, raw text,
+    permalink), rendered by the page's own template."""
+    html = live_frame_row(
+        slug, number, kind, raw, arrived_ms, calls=calls, marks=marks, did=did, dialect=dialect
+    )
+    return {"number": number, "html": html}
 
 
-def call_entry(call: Call, first_fragment: int = 0) -> CallEntry:
-    """A call as a viewer sees it, with its fragments from `first_fragment`."""
-    scanner = call.scanner
-    return {
-        "position": call.position,
-        "choice": call.choice,
-        "id": call.id,
-        "name": call.name,
-        "index": call.index,
-        "started_frame": call.started_frame,
-        "settled_frame": call.settled_frame,
-        "fragments": [
-            {"frame": f, "offset": o, "text": t} for f, o, t in call.fragments(first_fragment)
-        ],
-        "depth": scanner.depth,
-        "in_string": scanner.in_string,
-        "complete": scanner.closed,
-        "invalid_from": scanner.invalid_at,
-    }
+def call_entries(cards: Sequence[Rendered]) -> list[CallEntry]:
+    """The calls' cards as a viewer gets them."""
+    return [{"position": card.position, "html": card.html} for card in cards]
 
 
 def refusal_entry(refusal: Refusal | None) -> RefusalEntry | None:
@@ -130,6 +102,8 @@ class FramesMessage(TypedDict):
     frames: list[FrameEntry]
     calls: list[CallEntry]
     refusal: RefusalEntry | None
+    refusal_html: str  # the refusal as the capture page shows it, "" for none
+    dialect_html: str  # the page's dialect note, when it changed ("" otherwise)
 
 
 class FinishedMessage(FramesMessage):
@@ -155,15 +129,23 @@ class SnapshotMessage(TypedDict):
     outcome: str
     refusal_code: str
     refusal: RefusalEntry | None
+    refusal_html: str
+    dialect_html: str
     frames: list[FrameEntry]
     calls: list[CallEntry]
 
 
 def frames_message(
-    slug: str, frames: list[FrameEntry], calls: list[CallEntry], refusal: RefusalEntry | None
+    slug: str,
+    frames: list[FrameEntry],
+    calls: list[CallEntry],
+    refusal: RefusalEntry | None,
+    refusal_html: str = "",
+    dialect_html: str = "",
 ) -> FramesMessage:
     return {"type": "capture.frames", "slug": slug, "frames": frames, "calls": calls,
-            "refusal": refusal}  # fmt: skip
+            "refusal": refusal, "refusal_html": refusal_html,
+            "dialect_html": dialect_html}  # fmt: skip
 
 
 def finished_message(
@@ -176,6 +158,8 @@ def finished_message(
         "outcome": capture.outcome,
         "lenient_outcome": capture.lenient_outcome,
         "refusal": refusal,
+        "refusal_html": last["refusal_html"] if last else "",
+        "dialect_html": last["dialect_html"] if last else "",
         "frames": last["frames"] if last else [],
         "calls": last["calls"] if last else [],
         "frame_count": capture.frame_count,
@@ -201,6 +185,8 @@ def snapshot_message(
     frames: list[FrameEntry],
     calls: list[CallEntry],
     refusal: RefusalEntry | None,
+    refusal_html: str = "",
+    dialect_html: str = "",
 ) -> SnapshotMessage:
     return {
         "type": "snapshot",
@@ -208,24 +194,24 @@ def snapshot_message(
         "outcome": capture.outcome,
         "refusal_code": capture.refusal_code,
         "refusal": refusal,  # a live capture's refusal, decided mid-stream
+        "refusal_html": refusal_html,
+        "dialect_html": dialect_html,
         "frames": frames,
         "calls": calls,
     }
 
 
 def merge_batches(first: FramesMessage, second: FramesMessage) -> FramesMessage:
-    """One `capture.frames` message saying what two consecutive ones said."""
-    calls = {call["position"]: call for call in first["calls"]}
-    for call in second["calls"]:
-        earlier = calls.get(call["position"])
-        if earlier is not None:
-            call = {**call, "fragments": earlier["fragments"] + call["fragments"]}
-        calls[call["position"]] = call
+    """One `capture.frames` message saying what two consecutive ones said
+    (a call's later card replaces its earlier one)."""
+    calls = {call["position"]: call for call in first["calls"] + second["calls"]}
     return {
         **second,
         "frames": first["frames"] + second["frames"],
         "calls": sorted(calls.values(), key=lambda call: call["position"]),
         "refusal": second["refusal"] or first["refusal"],
+        "refusal_html": second["refusal_html"] or first["refusal_html"],
+        "dialect_html": second["dialect_html"] or first["dialect_html"],
     }
 
 

@@ -33,6 +33,9 @@ from django.urls import reverse
 
 from inspector.assembly import AUTO_DIALECT
 from inspector.captures import dialects, models
+from inspector.captures.dialects import CHOSEN
+from inspector.captures.ingest_chunks import add_chunk, drop_chunks
+from inspector.captures.pages.live_cards import RENDER_INTERVAL
 from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
 
@@ -201,6 +204,9 @@ class Recorder:
     async def _record(self) -> None:
         while True:
             items = await self._next_batch()
+            if not items:  # quiet while call cards were held back: send them now
+                await self._send_held_cards()
+                continue
             end = items[-1] is None
             reads = [item for item in items if item is not None]
             if (reads or end) and not self._failed:
@@ -216,11 +222,28 @@ class Recorder:
             if end:
                 return
 
+    async def _send_held_cards(self) -> None:
+        """The call cards the throttle held back (`LiveCapture.held_cards`)."""
+        try:
+            message = await self._in_thread(self.live.held_cards)()
+        except Exception:  # noqa: BLE001 - viewers are best effort
+            logger.exception("capture %s: rendering held cards failed", self.slug)
+            return
+        if message is not None:
+            await broadcast.send(broadcast.capture_group(self.slug), message)
+
     async def _next_batch(self) -> list[tuple[bytes, float] | None]:
         """The reads waiting once the reader has been quiet for a moment (or
-        one has waited long enough); `None` last when the input ended."""
+        one has waited long enough); `None` last when the input ended.  None
+        at all when call cards are held back and no read came for
+        RENDER_INTERVAL."""
         queue = self._queue
-        items = [await queue.get()]
+        holding = self.live is not None and not self._failed and self.live.held_back
+        try:
+            first = await asyncio.wait_for(queue.get(), RENDER_INTERVAL if holding else None)
+        except TimeoutError:
+            return []
+        items = [first]
         first_arrived = items[0][1] if items[0] is not None else time.monotonic()
         while True:
             while not queue.empty():
@@ -441,31 +464,59 @@ class SocketRecording(Recorder):
 # -- HTTP ingest: one request per append (sync views) ---------------------------------------
 
 
+class OutOfTurn(Exception):
+    """An append named an offset other than the capture's (or the capture
+    is no longer live): `expected` is the capture's offset."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__(f"the capture's offset is {expected}")
+        self.expected = expected
+
+
 def open_ingest(*, stream_format: str, title: str, dialect: str = AUTO_DIALECT) -> LiveCapture:
-    """Open a capture that HTTP appends will feed, and tell the list."""
+    """Open a capture that HTTP appends will feed, and tell the list.  A
+    dialect given is written down, so any process can resume the capture."""
+    chosen = {} if dialect == AUTO_DIALECT else {"dialect": dialect, "dialect_basis": CHOSEN}
     with writing():
-        live = LiveCapture.open(
+        capture = open_capture(
             stream_format=stream_format,
             source=models.Capture.Source.INGEST,
             title=title,
-            dialect=dialect,
+            http_ingest=True,
+            **chosen,
         )
+    live = LiveCapture(
+        capture, clock=time.time, dialect=dialect, started=capture.created.timestamp()
+    )
     broadcast.announce_sync(live.capture, "opened")
     return live
 
 
-def append_sync(live: LiveCapture, data: bytes) -> None:
-    """Store one append's bytes and publish the frames they completed."""
+def append_sync(live: LiveCapture, data: bytes, offset: int) -> int:
+    """Store one append's bytes at `offset` (and the frames they completed),
+    then publish the frames; the new offset.  The capture's row is locked
+    while it is written; `OutOfTurn` when its offset is not `offset`."""
     with writing(), transaction.atomic():
-        batch = live.append(data)
+        locked = (
+            models.Capture.objects.select_for_update()
+            .only("byte_size", "outcome")
+            .get(pk=live.capture.pk)
+        )
+        if locked.outcome != models.Capture.Outcome.LIVE or locked.byte_size != offset:
+            raise OutOfTurn(locked.byte_size)
+        end = add_chunk(live.capture, offset, data)
+        batch = live.append(data, throttle=False)  # no later read may come to send a held card
     if batch is not None:
         broadcast.send_sync(broadcast.capture_group(live.slug), batch)
+    return end
 
 
 def close_sync(live: LiveCapture) -> dict[str, Any]:
-    """Close a capture HTTP appends fed; its closing message, published."""
+    """Close a capture HTTP appends fed; its closing message, published.
+    Its kept chunks go: `raw` now holds the bytes."""
     with writing():
         finished = live.close()
+        drop_chunks(live.capture)
     broadcast.send_sync(broadcast.capture_group(live.slug), finished)
     broadcast.announce_sync(live.capture, "closed", finished["outcome"])
     return finished

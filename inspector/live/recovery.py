@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from inspector.captures import models
 from inspector.captures.dialects import dialect_basis
+from inspector.captures.ingest_chunks import drop_chunks
 from inspector.captures.store import assemble_stream, close_capture, model_name, stored_stream
 from inspector.captures.writes import writing
 
@@ -117,6 +118,7 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             interrupted=True,
             dialect_basis=dialect_basis(frames),
         )
+        drop_chunks(capture)  # an HTTP ingest capture's kept bytes: `raw` is written now
     logger.info(
         "recovered live capture %s: %d frames, %s %s",
         capture.slug,

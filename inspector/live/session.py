@@ -16,16 +16,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inspector.assembly import AUTO_DIALECT, STRICT, Call
+from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
+from inspector.captures.pages.live_cards import LiveCards
 from inspector.captures.store import open_capture
 from inspector.captures.writer import CaptureWriter
 
 from .broadcast import (
-    CallEntry,
     FinishedMessage,
     FramesMessage,
-    call_entry,
+    call_entries,
     finished_message,
     frame_entry,
     frames_message,
@@ -45,21 +45,39 @@ class LiveCapture:
         clock=time.monotonic,
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
+        started: float | None = None,
     ) -> None:
         self.writer = CaptureWriter(capture, dialect=dialect, hint=hint)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict
         self._clock = clock
-        self._started = clock()
-        self._events_seen = 0
-        self._fragments_sent: dict[int, int] = {}  # id(call) -> fragments sent
+        self._started = clock() if started is None else started
+        self.rows = LiveCards(capture.slug, self.strict)
 
     @classmethod
     def open(
         cls, *, stream_format: str = "sse", dialect: str = AUTO_DIALECT, **meta: Any
     ) -> LiveCapture:
         return cls(open_capture(stream_format=stream_format, **meta), dialect=dialect)
+
+    @classmethod
+    def resume(cls, capture: models.Capture, received: bytes, *, dialect: str) -> LiveCapture:
+        """Continue a capture whose frames so far are stored (by this process
+        or another): the assembler is rebuilt from the bytes `received`, the
+        frames they make are not stored again, and no message repeats them.
+        Arrival times count from the capture's creation (wall clock), so
+        every process stamps them alike."""
+        live = cls(capture, clock=time.time, dialect=dialect, started=capture.created.timestamp())
+        live.catch_up(received)
+        return live
+
+    def catch_up(self, data: bytes) -> None:
+        """Take bytes another process appended (and stored the frames of):
+        the assembler reads them, nothing is stored, and the next message
+        tells only what comes after them."""
+        self.writer.replay(data)
+        self.rows.caught_up()
 
     @property
     def slug(self) -> str:
@@ -77,12 +95,23 @@ class LiveCapture:
     def elapsed_ms(self) -> float:
         return round((self._clock() - self._started) * 1000, 3)
 
-    def append(self, data: bytes) -> FramesMessage | None:
+    def append(self, data: bytes, *, throttle: bool = True) -> FramesMessage | None:
         """Take the next bytes; the batch message for the frames they
-        completed, or None when they completed none."""
+        completed and the cards due, or None for neither.  `throttle`: hold
+        back the card of a call rendered less than RENDER_INTERVAL ago
+        (`held_back` says so; `held_cards` renders them later)."""
         self.writer.feed(data)
         now = self.elapsed_ms()
-        return self._message(self.writer.flush(now), now)
+        return self._message(self.writer.flush(now), now, throttle=throttle)
+
+    @property
+    def held_back(self) -> bool:
+        """Whether some call's card was held back by the throttle."""
+        return self.rows.held_back
+
+    def held_cards(self) -> FramesMessage | None:
+        """The cards held back, rendered now (no frame came meanwhile)."""
+        return self._message([], self.elapsed_ms(), throttle=False)
 
     def close(self, **meta: Any) -> FinishedMessage:
         """End of input: store the assemblies; the closing message."""
@@ -91,32 +120,36 @@ class LiveCapture:
         now = self.elapsed_ms()
         capture, last = self.writer.finish(arrived_ms=now, **meta)
         return finished_message(
-            capture, self._message(last, now), refusal_entry(self.stream.results[STRICT].refusal)
+            capture,
+            self._message(last, now, throttle=False),
+            refusal_entry(self.stream.results[STRICT].refusal),
         )
 
-    def _message(self, frames: list, now: float) -> FramesMessage | None:
-        if not frames:
-            return None
+    def _message(self, frames: list, now: float, *, throttle: bool) -> FramesMessage | None:
+        """The rows of `frames` and of the calls that changed, rendered by
+        the capture page's templates (`LiveCards`); None when no frame came
+        and no card is due."""
+        self.rows.read()
+        notes = self.rows.frame_notes(frame.number for frame in frames)
         slug = self.capture.slug
-        entries = [frame_entry(slug, f.number, f.kind.value, f.raw, now) for f in frames]
+        did, dialect = self.writer.last_did, self.strict.dialect
+        entries = [
+            frame_entry(slug, f.number, f.kind.value, f.raw, now, calls=notes[f.number][0],
+                        marks=notes[f.number][1], did=did.get(f.number, []), dialect=dialect)
+            for f in frames
+        ]  # fmt: skip
+        cards = self.rows.cards(throttle=throttle)
+        if not entries and not cards:
+            return None
+        refusal = refusal_entry(self.strict.refusal)
         return frames_message(
-            self.capture.slug, entries, self._touched_calls(), refusal_entry(self.strict.refusal)
+            slug,
+            entries,
+            call_entries(cards),
+            refusal,
+            self.rows.refusal_html(),
+            self.rows.dialect_html(self.writer.basis),
         )
-
-    def _touched_calls(self) -> list[CallEntry]:
-        events = self.strict.events
-        touched: dict[int, Call] = {}
-        for event in events[self._events_seen :]:
-            call = event.call
-            if call is not None and call.position is not None:
-                touched[id(call)] = call
-        self._events_seen = len(events)
-        return [self._call_entry(call) for call in touched.values()]
-
-    def _call_entry(self, call: Call) -> CallEntry:
-        sent = self._fragments_sent.get(id(call), 0)
-        self._fragments_sent[id(call)] = len(call.fragment_frames)
-        return call_entry(call, sent)
 
 
 __all__ = ["LiveCapture"]

@@ -8,9 +8,13 @@ The consumer awaits one page at a time and stops when its socket closes, so
 a capture of a million frames costs a bounded amount of work per message
 and none after the viewer has left.
 
-Calls of a live capture are only written when it closes, so a late joiner's
-call state comes from running the stored frames through the assembler, page
-by page as they are read; it goes out with the last page.
+Calls of a live capture (and its frames' calls and marks) are only written
+when it closes, so a late joiner's rows come from running the stored frames
+through the assembler, page by page as they are read, rendered by the
+capture page's templates (`captures/pages/live_cards.py`): each frame's row
+with its calls and marks, and the rows of the viewer's page of frames again
+when the assembler says more about them than the page could (replaced in
+place); the call cards and the refusal go out with the last page.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from __future__ import annotations
 from django.conf import settings
 
 from inspector.assembly import STRICT, StreamAssembler
-from inspector.captures import models
+from inspector.captures import dialects, models
+from inspector.captures.pages.frames import FRAMES_PER_PAGE
+from inspector.captures.pages.live_cards import FrameNotes, LiveCards
 
 from .broadcast import (
     FrameEntry,
     SnapshotMessage,
-    call_entry,
+    call_entries,
     frame_entry,
     refusal_entry,
     snapshot_message,
@@ -49,6 +55,10 @@ class SnapshotPager:
         # A live capture's call state needs every frame from the first.
         self._read_up_to = -1 if self.live else after
         self._stream = StreamAssembler(capture.stream_format, (STRICT,)) if self.live else None
+        self._rows = LiveCards(capture.slug, self._stream.assemblers[STRICT]) if self.live else None
+        # The first frame of the viewer's page of frames (the page it loaded
+        # holds frame `after`): its rows are sent again when they have notes.
+        self._page_start = max(0, after) // FRAMES_PER_PAGE * FRAMES_PER_PAGE
         self._separator = "\n" if capture.stream_format == "jsonl" else "\n\n"
         self._done = False
 
@@ -61,42 +71,56 @@ class SnapshotPager:
         rows = list(
             self.capture.frames.filter(number__gt=self._read_up_to)
             .order_by("number")
-            .only("number", "kind", "raw", "arrived_ms", "calls", "marks")[: self.size]
+            .only("number", "kind", "raw", "arrived_ms", "calls", "marks", "did")[: self.size]
         )
+        notes: FrameNotes = {}
         if rows:
             self._read_up_to = rows[-1].number
-            self._feed(rows)
-        entries = [self._entry(row) for row in rows if row.number > self.sent_up_to]
+            notes = self._feed(rows)
+        entries = [self._entry(row, notes) for row in rows if self._wanted(row, notes)]
         if entries:
-            self.sent_up_to = entries[-1]["number"]
+            self.sent_up_to = max(self.sent_up_to, entries[-1]["number"])
         last = len(rows) < self.size
         if not last and not entries:
             return None
         self._done = last
         return self._message(entries, more=not last)
 
-    def _entry(self, row: models.Frame) -> FrameEntry:
-        return frame_entry(
-            self.capture.slug,
-            row.number,
-            row.kind,
-            row.raw,
-            row.arrived_ms,
-            calls=row.calls,
-            marks=row.marks,
-        )
+    def _wanted(self, row: models.Frame, notes: FrameNotes) -> bool:
+        """A frame the viewer has not got, or one of its page whose row the
+        assembler has calls or marks for (the stored row has none yet)."""
+        if row.number > self.sent_up_to:
+            return True
+        calls, marks = notes.get(row.number, ((), ()))
+        return row.number >= self._page_start and bool(calls or marks)
 
-    def _feed(self, rows: list[models.Frame]) -> None:
-        if self._stream is not None:
-            text = "".join(row.raw + self._separator for row in rows)
-            self._stream.feed(text.encode("utf-8", "surrogatepass"))
+    def _entry(self, row: models.Frame, notes: FrameNotes) -> FrameEntry:
+        calls, marks = notes.get(row.number, (row.calls, row.marks))
+        dialect = self._rows.assembler.dialect if self._rows is not None else self.capture.dialect
+        return frame_entry(
+            self.capture.slug, row.number, row.kind, row.raw, row.arrived_ms,
+            calls=calls, marks=marks, did=row.did, dialect=dialect,
+        )  # fmt: skip
+
+    def _feed(self, rows: list[models.Frame]) -> FrameNotes:
+        """Run the rows through the assembler (a live capture's); their notes."""
+        if self._stream is None:
+            return {}
+        text = "".join(row.raw + self._separator for row in rows)
+        self._stream.feed(text.encode("utf-8", "surrogatepass"))
+        self._rows.read()
+        return self._rows.frame_notes(row.number for row in rows)
 
     def _message(self, entries: list[FrameEntry], *, more: bool) -> SnapshotMessage:
-        calls, refusal = [], None
-        if self._stream is not None and not more:
-            assembler = self._stream.assemblers[STRICT]
-            calls = [call_entry(call) for call in assembler.started]
-            refusal = refusal_entry(assembler.refusal)
-        message = snapshot_message(self.capture, entries, calls, refusal)
+        calls, refusal, refusal_html, dialect_html = [], None, "", ""
+        if self._rows is not None and not more:
+            calls = call_entries(self._rows.cards(every=True, throttle=False))
+            refusal = refusal_entry(self._rows.assembler.refusal)
+            refusal_html = self._rows.refusal_html()
+            if self._rows.assembler.dialect != self.capture.dialect:  # told by its frames since
+                dialect_html = self._rows.dialect_html(dialects.FRAMES)
+        message = snapshot_message(
+            self.capture, entries, calls, refusal, refusal_html, dialect_html
+        )
         message["more"] = more
         return message

@@ -86,8 +86,18 @@
       );
   });
 
-  document.querySelectorAll("button.copy-link[hidden], button.copy-json[hidden], [data-kbd-hint][hidden]").forEach(function (node) {
-    node.hidden = false;
+  var SHOWN_WITH_SCRIPT = "button.copy-link[hidden], button.copy-json[hidden], [data-kbd-hint][hidden]";
+
+  function showScripted(root) {
+    root.querySelectorAll(SHOWN_WITH_SCRIPT).forEach(function (node) {
+      node.hidden = false;
+    });
+  }
+
+  showScripted(document);
+  // What live.js inserts (rows, cards, the finished page's main part) gets the same.
+  document.addEventListener("inspector:inserted", function (event) {
+    showScripted(event.target);
   });
 
   // Keyboard: j/k next/previous frame, n/p next/previous anomaly or refusal,
@@ -161,6 +171,32 @@
       event.preventDefault();
       action();
     }
+  });
+
+  // "show raw frames" / "fold raw frames": without this file a link to
+  // ?raw=1 (or without it); here one click unfolds or folds every row's raw
+  // text in place, and the address becomes that link's.
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest("a[data-raw-toggle]");
+    if (!toggle || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) {
+      return;
+    }
+    event.preventDefault();
+    var open = toggle.getAttribute("aria-pressed") !== "true";
+    document.querySelectorAll("#frames-body details.raw-fold").forEach(function (fold) {
+      fold.open = open;
+    });
+    var target = new URL(toggle.href, window.location.href);
+    window.history.replaceState(null, "", target.pathname + target.search + window.location.hash);
+    var back = new URL(target.href);
+    if (open) {
+      back.searchParams.delete("raw");
+    } else {
+      back.searchParams.set("raw", "1");
+    }
+    toggle.href = back.pathname + back.search + "#frames";
+    toggle.setAttribute("aria-pressed", open ? "true" : "false");
+    toggle.textContent = open ? "fold raw frames" : "show raw frames";
   });
 
   // A permalink opened without its #f-<n> fragment still lands on its frame.

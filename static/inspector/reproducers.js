@@ -34,7 +34,9 @@
         if (!matrix) {
           throw new Error("no matrix in the answer");
         }
-        body.replaceChildren(document.importNode(matrix, true));
+        keepFocusInView(function () {
+          body.replaceChildren(document.importNode(matrix, true));
+        });
         if (matrix.hasAttribute("data-lens-pending")) {
           // Still computing on the server: ask again in a moment.
           section.dataset.state = "pending";
@@ -57,7 +59,11 @@
       });
   }
 
-  document.querySelectorAll("[data-lenses]").forEach(function (section) {
+  function setUpLenses(root) {
+    root.querySelectorAll("[data-lenses]").forEach(setUpLens);
+  }
+
+  function setUpLens(section) {
     var link = section.querySelector("[data-lenses-load]");
     if (link) {
       link.addEventListener("click", function (event) {
@@ -71,6 +77,12 @@
     if (section.hasAttribute("data-autoload")) {
       loadLenses(section);
     }
+  }
+
+  setUpLenses(document);
+  // A live capture's page, closed: its finished main part (live.js) brings the matrix.
+  document.addEventListener("inspector:inserted", function (event) {
+    setUpLenses(event.target);
   });
 
   // --- Minimize: its progress while the POST runs -----------------------------------------
@@ -92,6 +104,21 @@
       p.size + " of " + p.original_size + " bytes \u00b7 " +
       Number(p.elapsed_s).toFixed(1) + " of " + p.budget_s + " s"
     );
+  }
+
+  // The matrix sits above the frames: a permalink's frame, in view before the
+  // matrix grew, is brought back into view after it.
+  function keepFocusInView(change) {
+    var focus = document.querySelector("#frames-body tr[data-focus]");
+    var inView = function () {
+      var box = focus.getBoundingClientRect();
+      return box.bottom > 0 && box.top < window.innerHeight;
+    };
+    var wasInView = focus !== null && inView();
+    change();
+    if (wasInView && !inView()) {
+      focus.scrollIntoView({ block: "center" });
+    }
   }
 
   function showStatus(form, status) {

@@ -3,12 +3,11 @@ their frames, escaped names, and a size that does not grow with the stream."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from capture_streams import DONE, chunk, sse, tool
 from django.urls import reverse
 from page_helpers import demo, html
+from timeline_helpers import links, svg
 
 from inspector.captures.pages.timeline_picture import BUCKETS, LANES
 from inspector.captures.store import store_stream
@@ -16,17 +15,6 @@ from inspector.captures.store import store_stream
 pytestmark = pytest.mark.django_db
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">'
-
-
-def svg(page: str) -> str:
-    match = re.search(r'<svg class="tl-picture".*?</svg>', page, re.S)
-    assert match, "no timeline"
-    return match.group(0)
-
-
-def links(picture: str) -> list[tuple[str, str]]:
-    """(href, title) of every mark."""
-    return re.findall(r'<a href="([^"]+)"><title>([^<]*)</title>', picture)
 
 
 def test_a_refused_capture_has_its_lanes_identity_fragments_and_the_refusal(client):

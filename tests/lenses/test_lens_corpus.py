@@ -86,6 +86,27 @@ def test_an_invalid_call_counts_apart_for_langchain(tmp_path):
     assert (check.verdict, check.differences) == (AGREED, [])
 
 
+def test_litellm_is_checked_where_its_tests_enter_it_the_chunk_builder(tmp_path):
+    """LiteLLM's builder tests call `stream_chunk_builder` on chunks without
+    a finish reason; its stream wrapper raises on that stream.  The check
+    enters where the tests do, says so, and the matrix lens still raises."""
+    two_calls = sse(
+        chunk(tool(0, "call_A", "read", '{"path":"/a"}', type="function")),
+        chunk(tool(1, "call_B", "read", '{"path":"/b"}', type="function")),
+    )
+    second = {"id": "call_B", "name": "read", "arguments_text": '{"path":"/b"}'}
+    write_case(tmp_path, "litellm__no_finish", two_calls, {"calls": [OK_CALL, second]})
+    [check] = check_folder(tmp_path)
+    assert (check.verdict, check.differences) == (AGREED, [])
+    proc = manage("lens_check", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "litellm: entered as its own tests enter it: stream_chunk_builder" in (
+        proc.stdout.decode()
+    )
+    stream, _ = frames(two_calls)
+    assert run_lens("litellm", stream).error.startswith("MidStreamFallbackError")
+
+
 def test_a_folder_without_a_corpus_is_a_one_line_error(tmp_path):
     proc = manage("lens_check", str(tmp_path))
     assert proc.returncode == 2

@@ -10,7 +10,9 @@ chat stream that ends without a finish reason is an error."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
 from importlib.metadata import version
 
@@ -257,3 +259,15 @@ def test_a_missing_litellm_makes_the_lens_unavailable_not_a_crash(monkeypatch):
     result = run_lens("litellm", frames(OK)[0])
     assert not result.available and result.calls == []
     assert "not installed" in result.notes[0] and "[lenses]" in result.notes[0]
+
+
+def test_importing_the_lenses_keeps_litellm_off_the_network():
+    """Whatever imports LiteLLM first in a process that imports the lenses,
+    it finds its cost map told to stay local (it fetches it from GitHub
+    otherwise)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
+    script = "import os, inspector.lenses; print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "True", done.stderr

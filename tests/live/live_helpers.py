@@ -122,3 +122,17 @@ class SdkStream(threading.Thread):
         except BaseException as error:  # reported by the test
             self.error = error
             self.slugs.put("")
+
+
+def stored(capture) -> dict:
+    """What a capture's pages read: its frames, its calls, its verdicts."""
+    strict = capture.assemblies.get(policy="strict")
+    return {
+        "frames": list(
+            capture.frames.order_by("number").values_list("number", "kind", "raw", "calls", "marks")
+        ),
+        "calls": list(strict.calls.order_by("position").values_list("name", "arguments_text")),
+        "result": (capture.outcome, capture.refusal_code, capture.lenient_outcome),
+        "frame_count": capture.frame_count,
+        "raw": bytes(capture.raw),
+    }

@@ -108,7 +108,7 @@ def test_a_capture_page_grows_as_the_stream_arrives_and_shows_the_refusal(
 
     # The renaming frame: the refusal is shown at once, before the capture closes.
     post(opened["append_url"], frames[conflict])
-    expect(page.locator("[data-refusal-code]")).to_have_text("IDENTITY_CONFLICT")
+    expect(card.locator(".badge.outcome-refused")).to_have_text("IDENTITY_CONFLICT")
     expect(page.locator("[data-live-refusal]")).to_contain_text("a later delta names it")
     expect(page.locator("[data-outcome-badge]")).to_have_text("live")
     expect(page.locator(f"#f-{conflict}")).to_have_class(re.compile(r"\bis-refusal\b"))
@@ -120,21 +120,12 @@ def test_a_capture_page_grows_as_the_stream_arrives_and_shows_the_refusal(
     late.set_viewport_size(VIEWPORT)
     late.goto(opened["url"])
     expect(late.locator("[data-live-status]")).to_have_text("live", timeout=10_000)
-    expect(late.locator("[data-refusal-code]")).to_have_text("IDENTITY_CONFLICT")
+    expect(late.locator("#call-0 .badge.outcome-refused")).to_have_text("IDENTITY_CONFLICT")
+    expect(late.locator("[data-live-refusal]")).to_contain_text("a later delta names it")
     expect(late.locator("[data-outcome-badge]")).to_have_text("live")
     expect(late.locator(f"#f-{conflict}")).to_have_class(re.compile(r"\bis-refusal\b"))
     late.screenshot(path=f"{output_path}/live_refusal_late_joiner.png", full_page=True)
     late.close()
-
-    post(opened["append_url"], b"".join(frames[conflict + 1 :]))
-    closed = post(opened["close_url"])
-    assert closed["outcome"] == "refused" and closed["refusal"]["code"] == "IDENTITY_CONFLICT"
-    expect(page.locator("[data-outcome-badge]")).to_have_text("refused")
-    expect(status).to_have_text("closed")
-    expect(page.locator("a.reload-link")).to_be_visible()
-    assert frame_numbers(page) == list(range(len(frames)))  # none lost, none twice
-    expect(page.locator("[data-frame-count]").first).to_have_text(str(len(frames)))
-    page.screenshot(path=f"{output_path}/live_closed.png", full_page=True)
 
     def column(css: str) -> list[str]:
         cells = page.locator(f"#call-0 table.fragments tbody td.{css}").all_inner_texts()
@@ -142,13 +133,28 @@ def test_a_capture_page_grows_as_the_stream_arrives_and_shows_the_refusal(
 
     live_view = {css: column(css) for css in ("state", "fragment", "so-far")}
 
-    # The full server-rendered view after close agrees.
-    page.locator("a.reload-link").click()
+    post(opened["append_url"], b"".join(frames[conflict + 1 :]))
+    closed = post(opened["close_url"])
+    assert closed["outcome"] == "refused" and closed["refusal"]["code"] == "IDENTITY_CONFLICT"
+    # The finished page takes the live one's place, no reload: verdict, refusal, cards.
+    expect(page.locator("[data-outcome-badge]")).to_have_text("refused")
     expect(page.locator(".refusal-code")).to_have_text("IDENTITY_CONFLICT")
+    assert page.locator("[data-live-capture]").count() == 0
+    assert frame_numbers(page) == list(range(len(frames)))  # none lost, none twice
+    expect(page.locator("[data-frame-count]").first).to_have_text(str(len(frames)))
     expect(page.locator("#call-0 .call-name")).to_have_text("get_weather")
     expect(page.locator("#call-0 table.fragments tbody tr")).to_have_count(fragments)
-    assert page.locator("[data-live-capture]").count() == 0
     assert {css: column(css) for css in live_view} == live_view
+    # The swapped-in page's lens matrix loads, as on a page opened finished.
+    expect(page.locator("#lenses")).to_have_attribute("data-state", re.compile(r"\w"))
+    page.screenshot(path=f"{output_path}/live_closed.png", full_page=True)
+
+    # Reloading shows the same.
+    parts = ("#capture-head", "#calls", "#frames")
+    swapped = [page.locator(part).inner_text() for part in parts]
+    page.reload()
+    expect(page.locator(".refusal-code")).to_have_text("IDENTITY_CONFLICT")
+    assert [page.locator(part).inner_text() for part in parts] == swapped
     page.screenshot(path=f"{output_path}/live_reloaded.png", full_page=True)
 
 

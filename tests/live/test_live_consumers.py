@@ -106,8 +106,9 @@ async def test_a_snapshot_of_a_live_capture_carries_its_calls_state():
     comm = await connect(f"/ws/captures/{live.slug}/?after=-1")
     snapshot = await comm.receive_json_from(timeout=5)
     (call,) = snapshot["calls"]
-    assert (call["id"], call["name"], call["depth"]) == ("call_9", "grep", 1)
-    assert [f["text"] for f in call["fragments"]] == ['{"q":']
+    assert call["position"] == 0 and "call_9" in call["html"] and ">grep<" in call["html"]
+    assert "<pre>{&quot;q&quot;:</pre>" in call["html"]
+    assert '<span class="chip muted">depth 1</span>' in call["html"]
     await comm.disconnect()
 
 

@@ -373,7 +373,7 @@ async def test_publishes_batches_and_list_changes(settings, fake, monkeypatch):
         assert numbers == list(range(13))  # every frame once, in order
         assert final["outcome"] == "ok" and final["frame_count"] == 13
         calls = [c for m in frames for c in m["calls"]]
-        assert calls and calls[0]["name"] == "get_weather"
+        assert calls and '<code class="call-name">get_weather</code>' in calls[0]["html"]
         changes = [m for g, m in sent if g == LIST_GROUP]
         assert [m["action"] for m in changes] == ["opened", "closed"]
         assert all(m["type"] == "captures.changed" and m["slug"] == slug for m in changes)

@@ -1,7 +1,8 @@
-"""A frame's row as a live viewer gets it is the row the capture page shows:
-rendered by the server with the page's own template, event name and JSON
-type included, in every dialect, whether it came in a live batch or in the
-snapshot a late viewer gets."""
+"""A frame's row as a live viewer gets it is the row the capture page shows
+once the capture closed: rendered by the server with the page's own
+template, event name and JSON type, touched calls and marks included, in
+every dialect, whether it came in a live batch or in the snapshot a late
+viewer gets."""
 
 from __future__ import annotations
 
@@ -31,15 +32,18 @@ def page_rows(client, capture) -> dict[int, str]:
     return {int(number): row for row, number in rows}
 
 
-def recorded(dialect: str) -> tuple[LiveCapture, dict[int, str]]:
-    """The demo stream of `dialect` appended in reads of 300 bytes: the live
-    capture and each frame's row as the live batches carried it."""
+def recorded(dialect: str, *, close: bool = False) -> tuple[LiveCapture, dict[int, str]]:
+    """The demo stream of `dialect` appended in reads of 300 bytes (then
+    closed, with `close`): the live capture and each frame's row as the live
+    messages carried it."""
     fmt, name = STREAMS[dialect]
     data = (DEMO / name).read_bytes()
     live = LiveCapture.open(stream_format=fmt, title=dialect)
+    batches = [live.append(data[start : start + 300]) for start in range(0, len(data), 300)]
+    if close:
+        batches.append(live.close())
     sent: dict[int, str] = {}
-    for start in range(0, len(data), 300):
-        batch = live.append(data[start : start + 300])
+    for batch in batches:
         for frame in batch["frames"] if batch else []:
             sent[frame["number"]] = frame["html"]
     return live, sent
@@ -47,7 +51,7 @@ def recorded(dialect: str) -> tuple[LiveCapture, dict[int, str]]:
 
 @pytest.mark.parametrize("dialect", sorted(STREAMS))
 def test_live_rows_are_the_rows_the_page_shows(client, dialect):
-    live, sent = recorded(dialect)
+    live, sent = recorded(dialect, close=True)
     shown = page_rows(client, live.capture)
     assert sent and sorted(sent) == sorted(shown)
     for number, row in sent.items():

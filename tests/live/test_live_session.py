@@ -63,14 +63,17 @@ def test_a_read_that_completes_no_frame_sends_nothing():
     assert [f["number"] for f in batch["frames"]] == [0]
 
 
-def test_batches_carry_each_fragment_once_with_the_scanner_state():
+def test_batches_carry_each_touched_calls_card_rendered_by_the_page_template():
     live = LiveCapture.open(stream_format="sse")
+    live.rows.clock = iter(range(0, 10**6, 10)).__next__  # no card held back
     batches = [live.append(piece) for piece in call_stream()[:4]]
-    calls = [call for batch in batches for call in batch["calls"]]
-    fragments = [f["text"] for call in calls for f in call["fragments"]]
-    assert fragments == ['{"pa', 'th":"/a"}']
-    assert calls[-1]["complete"] is True and calls[-1]["depth"] == 0
-    assert calls[0]["id"] == "call_1" and calls[0]["name"] == "read"
+    calls = [call for batch in batches if batch for call in batch["calls"]]
+    assert {call["position"] for call in calls} == {0}
+    card = calls[-1]["html"]
+    assert card.strip().startswith('<article class="call card" id="call-0">')
+    assert '<code class="call-name">read</code>' in card and "call_1" in card
+    assert 'id="frag-0-0"' in card and 'id="frag-0-1"' in card
+    assert '<span class="chip ok">complete</span>' in card
 
 
 def test_a_cut_stream_closes_refused_with_every_frame_kept():
@@ -91,11 +94,9 @@ def test_a_refusal_is_announced_in_the_batch_that_decides_it():
     assert batch["refusal"]["code"] == "INVALID_FRAME"
 
 
-def test_merged_batches_keep_every_frame_and_fragment_in_order():
+def test_merged_batches_keep_every_frame_in_order():
     live = LiveCapture.open(stream_format="sse")
     batches = [live.append(piece) for piece in call_stream()[1:4]]
     merged = merge_batches(merge_batches(batches[0], batches[1]), batches[2])
     assert [f["number"] for f in merged["frames"]] == [0, 1, 2]
-    (call,) = merged["calls"]
-    assert [f["text"] for f in call["fragments"]] == ['{"pa', 'th":"/a"}']
-    assert call["complete"] is True
+    assert [call["position"] for call in merged["calls"]] == [0]

@@ -72,6 +72,32 @@ def jsonl(*items: Any) -> bytes:
     ).encode()
 
 
+# Two calls sharing index 0 (Ollama), with noise around them: strict takes
+# them as two calls, LiteLLM (index only) glues them into one.
+REUSED_INDEX = [
+    ROLE,
+    KEEPALIVE,
+    calls(tool(0, "call_a", "read", "")),
+    calls(tool(0, args='{"path":')),
+    calls(tool(0, args='"/a"}')),
+    chunk({"content": "and"}),
+    calls(tool(0, "call_b", "read", '{"path":"/b"}')),
+    chunk(None, finish="tool_calls"),
+    USAGE,
+    DONE,
+]
+# The only call at index 1: the OpenAI SDK raises IndexError.
+SPARSE_INDEX = sse(
+    ROLE,
+    chunk({"content": "Reading"}),
+    calls(tool(1, "toolu_1", "read_file", "")),
+    calls(tool(1, args='{"path": "a.txt"}')),
+    chunk(None, finish="tool_calls"),
+    USAGE,
+    DONE,
+)
+
+
 def _good_call(index: int, call_id: str, name: str, path: str) -> list[dict]:
     return [
         calls(tool(index, call_id, name, "")),

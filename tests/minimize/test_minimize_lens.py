@@ -9,9 +9,9 @@ import pytest
 from minimize_streams import (
     CASES,
     DONE,
-    KEEPALIVE,
+    REUSED_INDEX,
     ROLE,
-    USAGE,
+    SPARSE_INDEX,
     calls,
     chunk,
     frames_of,
@@ -37,36 +37,12 @@ from inspector.minimize.lens import (
 
 FINISH = chunk(None, finish="tool_calls")
 OK = OK_STREAMS["one_call"]
-# Two calls sharing index 0 (Ollama), with noise around them: strict takes
-# them as two calls, LiteLLM (index only) glues them into one.
-REUSED_INDEX = [
-    ROLE,
-    KEEPALIVE,
-    calls(tool(0, "call_a", "read", "")),
-    calls(tool(0, args='{"path":')),
-    calls(tool(0, args='"/a"}')),
-    chunk({"content": "and"}),
-    calls(tool(0, "call_b", "read", '{"path":"/b"}')),
-    FINISH,
-    USAGE,
-    DONE,
-]
 # The same, but the first call's arguments are empty: LiteLLM keeps only the
 # second call's text, so it drops a call without merging anything.
 DROPPED = sse(
     calls(tool(0, "call_a", "read", "")),
     calls(tool(0, "call_b", "read", '{"path":"/b"}')),
     FINISH,
-    DONE,
-)
-# The only call at index 1: the OpenAI SDK raises IndexError.
-SPARSE_INDEX = sse(
-    ROLE,
-    chunk({"content": "Reading"}),
-    calls(tool(1, "toolu_1", "read_file", "")),
-    calls(tool(1, args='{"path": "a.txt"}')),
-    FINISH,
-    USAGE,
     DONE,
 )
 # The name sent again with every fragment: LangChain appends it.

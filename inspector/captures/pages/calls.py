@@ -198,9 +198,15 @@ def first_seen(call: Call) -> int | None:
 
 
 def call_card(
-    capture: Capture, strict: Assembly, call: Call, pretty_shown: int = PRETTY_SHOWN
+    capture: Capture,
+    strict: Assembly,
+    call: Call,
+    pretty_shown: int = PRETTY_SHOWN,
+    text_near: Callable[[Call, Any], str] | None = None,
 ) -> CallCard:
-    """A call's card without its fragments (`call_cards` adds them)."""
+    """A call's card without its fragments (`call_cards` adds them).
+    `text_near(call, offset)`: its arguments around where they went wrong
+    (read from the database unless given: a live call's are in memory)."""
     is_refusal_call = strict.refusal_call == call.position
     timeline, hidden = timeline_rows(
         call.timeline, refusal_message=strict.refusal_message if is_refusal_call else ""
@@ -210,7 +216,7 @@ def call_card(
     if call.invalid_at:
         error = call.invalid_at
         offset = error.get("offset")
-        context = error_context(_text_near(call, offset), offset)
+        context = error_context((text_near or _text_near)(call, offset), offset)
     elif strict.outcome == Capture.Outcome.OK:
         final, note = pretty_arguments(call.args_head, call.args_length, pretty_shown)
     return CallCard(
@@ -261,9 +267,15 @@ def pretty_arguments(text: str, length: int, shown: int = PRETTY_SHOWN) -> tuple
     return pretty, ""
 
 
+def near_range(offset: int) -> tuple[int, int]:
+    """The slice of the arguments shown around the offset where they went
+    wrong: WINDOW characters before it to AFTER_ERROR after it."""
+    return max(0, offset - WINDOW), offset + 1 + AFTER_ERROR
+
+
 def _text_near(call: Call, offset: Any) -> str:
-    """The arguments from WINDOW characters before `offset` to AFTER_ERROR
-    after it (one query, for the one call that failed)."""
+    """The arguments around `offset` (`near_range`; one query, for the one
+    call that failed)."""
     if not isinstance(offset, int) or offset < 0:
         return ""
     start = max(0, offset - WINDOW)

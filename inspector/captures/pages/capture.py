@@ -7,8 +7,9 @@ after that frame.
 The page renders completely on the server with a fixed number of queries
 whatever the capture's size; each panel's queries live with the panel
 (`frames`, `calls`, `frame_state`, `attempts`, `disagreement`).  JavaScript
-adds copy buttons and, while a capture is still being recorded, the frames,
-calls and outcome as they arrive (static/inspector/live.js, over /ws/captures/).
+adds copy buttons and, while a capture is still being recorded, inserts the
+rows the server renders as they arrive (static/inspector/live.js, over
+/ws/captures/; `captures/pages/live_cards.py`), then this page's main part.
 """
 
 from __future__ import annotations
@@ -37,11 +38,21 @@ from .calls import CALLS_PER_PAGE, call_cards
 from .derivation import compare_links, derivation, derivatives
 from .dialect_terms import POSITION_TERMS, dialect_note
 from .disagreement import lenient_calls, policies_disagree
+from .frame_filter import (
+    NO_FILTER,
+    FilteredPage,
+    FrameFilter,
+    call_choices,
+    filtered_frames,
+    frame_filter,
+    panel_links,
+    panel_url,
+)
 from .frame_state import state_at
 from .frames import FRAMES_PER_PAGE, frame_permalink, frame_rows, frame_total, load_frames
 from .marks import marks_explained
 from .paging import Pager, page_holding, pager, pager_links, query_int
-from .timeline_picture import timeline_picture
+from .timeline_picture import timeline_section
 from .usage import usage_items
 
 # What the capture page reads of the capture it was derived from (joined in).
@@ -102,11 +113,14 @@ def render_capture(request: HttpRequest, capture: Capture, focus: int | None) ->
     # permalink); it opens at its newest frames, where the live ones are added.
     live = capture.outcome == Capture.Outcome.LIVE and focus is None
     frames_pager = pager(_frames_page_asked(request, focus, live, total), FRAMES_PER_PAGE, total)
-    frames = load_frames(capture, frames_pager)
+    chosen = frame_filter(request.GET.get("frames")) if focus is None else NO_FILTER
+    raw_open = request.GET.get("raw") == "1"
+    filtered = _filtered(request, capture, strict, chosen, raw_open)
+    frames = filtered.frames if filtered else load_frames(capture, frames_pager)
     touched = _calls_touched_at(frames, focus)
     calls_pager = _calls_pager(request, strict, touched)
-    links = _Links(capture.get_absolute_url(), request.path, calls_pager.number)
-    rows = frame_rows(capture, frames, focus=focus, call_link=links.call)
+    links = _Links(capture.get_absolute_url(), request.path, calls_pager.number, raw_open)
+    rows = frame_rows(capture, frames, focus=focus, call_link=links.call, raw_open=raw_open)
     disagree = policies_disagree(strict, lenient)
     context = {
         "capture": capture,
@@ -120,13 +134,38 @@ def render_capture(request: HttpRequest, capture: Capture, focus: int | None) ->
         "dialect_note": dialect_note(capture.dialect, capture.dialect_basis),
         "find_text": request.GET.get("find", "")[:200],  # after "not found" (`find.py`)
         **_verdict_context(capture, strict, links),
-        **_frames_context(frames_pager, rows, total, links),
+        **_frames_context(frames_pager, rows, total, links, filtered),
+        "frames_panel": panel_links(links.capture_url, request.path, request.GET, chosen, raw_open),
+        "call_choices": call_choices(strict.call_count if strict else 0),
         **_calls_context(request, capture, strict, calls_pager, focus, links),
         **_focus_context(capture, strict, focus, touched, rows, total, links),
         **_tools_context(capture, disagree),
-        "timeline": "" if live else timeline_picture(capture, strict, calls_pager.total),
+        "timeline": "" if live else timeline_section(request, capture, strict, calls_pager.total),
     }
-    return render(request, "inspector/capture.html", context)
+    return render(request, _template(request), context)
+
+
+def _template(request: HttpRequest) -> str:
+    """The whole page, or with `?partial=main` its main part alone: what a
+    live page swaps in when its capture closes (`static/inspector/live.js`)."""
+    if request.GET.get("partial") == "main":
+        return "inspector/_capture_main.html"
+    return "inspector/capture.html"
+
+
+def _filtered(
+    request: HttpRequest,
+    capture: Capture,
+    strict: Assembly | None,
+    chosen: FrameFilter,
+    raw_open: bool,
+) -> FilteredPage | None:
+    """The filtered frames panel asked for (?frames=), else None."""
+    if not chosen:
+        return None
+    base = panel_url(capture.get_absolute_url(), frames=chosen.value, raw="1" if raw_open else "")
+    timeline = strict.timeline if strict is not None else None
+    return filtered_frames(capture, chosen, request.GET, base, timeline)
 
 
 def _frames_page_asked(request: HttpRequest, focus: int | None, live: bool, total: int) -> Any:
@@ -166,6 +205,7 @@ class _Links:
     capture_url: str
     path: str  # the capture page or a frame permalink
     shown_calls_page: int  # the page of call cards shown
+    raw_open: bool = False  # frames' raw text unfolded (?raw=1), kept by the pager
 
     def call(self, position: int) -> str:
         page = page_holding(position, CALLS_PER_PAGE)
@@ -177,6 +217,8 @@ class _Links:
         params = {"page": number}
         if self.shown_calls_page > 1:
             params["calls"] = self.shown_calls_page
+        if self.raw_open:
+            params["raw"] = 1
         return f"{self.capture_url}?{urlencode(params)}#frames"
 
     def calls_page(self, number: int) -> str:
@@ -206,9 +248,14 @@ def _verdict_context(capture: Capture, strict: Assembly | None, links: _Links) -
 
 
 def _frames_context(
-    frames_pager: Pager, rows: list[Any], total: int, links: _Links
+    frames_pager: Pager,
+    rows: list[Any],
+    total: int,
+    links: _Links,
+    filtered: FilteredPage | None,
 ) -> dict[str, Any]:
     return {
+        "frames_filtered": filtered,
         "frame_total": total,
         "frames": rows,
         "marks_explained": marks_explained(rows),
@@ -217,7 +264,7 @@ def _frames_context(
         # The live script asks for the frames after the last one stored now, and adds
         # them to the table when this is its last page.
         "last_frame": total - 1,
-        "follow": not frames_pager.has_next,
+        "follow": not frames_pager.has_next and filtered is None,
     }
 
 

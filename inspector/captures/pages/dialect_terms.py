@@ -73,3 +73,62 @@ def dialect_note(dialect: str, basis: str) -> str:
             "so it was read as chat completions, as the inspector always did."
         )
     return f"Read as {words}."
+
+
+# What each kind of item a frame's row shows (`frame_did.py`) is called on
+# each dialect's wire: the frames table speaks the stream's own words.
+FRAME_TERMS: dict[str, dict[str, str]] = {
+    "chat": {
+        "start": "tool_calls[] started",
+        "id": "id",
+        "name": "function.name",
+        "args": "function.arguments",
+        "settled": "settled",
+        "text": "content",
+        "reasoning": "reasoning_content",
+        "finish": "finish_reason",
+        "usage": "usage",
+        "done": "[DONE]",
+    },
+    "responses": {
+        "start": "output_item.added",
+        "id": "call_id",
+        "name": "name",
+        "args": "function_call_arguments.delta",
+        "settled": "settled",
+        "text": "output_text.delta",
+        "reasoning": "reasoning delta",
+        "finish": "status",
+        "usage": "response.usage",
+        "done": "response.completed",
+    },
+    "messages": {
+        "start": "content_block_start",
+        "id": "tool_use id",
+        "name": "name",
+        "args": "input_json_delta",
+        "settled": "settled",
+        "text": "text_delta",
+        "reasoning": "thinking_delta",
+        "finish": "stop_reason",
+        "usage": "usage",
+        "done": "message_stop",
+    },
+    "gemini": {
+        "start": "functionCall",
+        "id": "id",
+        "name": "name",
+        "args": "args",
+        "settled": "settled",
+        "text": "text",
+        "reasoning": "thought",
+        "finish": "finishReason",
+        "usage": "usageMetadata",
+        "done": "end of stream",
+    },
+}
+
+
+def frame_term(dialect: str, kind: str) -> str:
+    """A frame item's kind in the dialect's words (chat's for an unknown dialect)."""
+    return FRAME_TERMS.get(dialect, FRAME_TERMS["chat"]).get(kind, kind)

@@ -4,8 +4,8 @@ database so a page never loads a whole (possibly huge) arguments text, and
 the argument scanner's state after it.
 
 Stream content is untrusted: the only markup built here goes through
-`format_html`, which escapes every argument.  static/inspector/live.js
-repeats WINDOW and FRAGMENT_SHOWN for the fragments it adds live.
+`format_html`, which escapes every argument.  A live capture's fragment
+rows are rendered here too (`live_cards.py`): the browser repeats nothing.
 """
 
 from __future__ import annotations

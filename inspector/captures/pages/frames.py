@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.db.models.functions import Length, Substr
 from django.template.loader import get_template
 from django.urls import reverse
@@ -17,6 +17,7 @@ from django.urls import reverse
 from inspector.assembly import DROP_REASONS, REFUSAL_CODES
 
 from ..models import Capture, Frame
+from .frame_summary import DidGroup, did_groups
 from .paging import Pager
 
 FRAMES_PER_PAGE = 100
@@ -38,6 +39,9 @@ class FrameRow:
     permalink: str
     event: str = ""  # the SSE block's `event:` name (Responses, Anthropic)
     json_type: str = ""  # the frame's JSON `type` (Responses, Anthropic)
+    did: list[DidGroup] = field(default_factory=list)  # what it did, parsed
+    did_known: bool = False  # False while its capture is live (see `frame_row`)
+    raw_open: bool = False  # the raw text shown open (?raw=1), not folded
 
 
 # Read from the shown head of the raw text: an SSE event name, and a "type"
@@ -74,11 +78,14 @@ def frame_total(capture: Capture) -> int:
 
 def load_frames(capture: Capture, page: Pager) -> list[Frame]:
     """One page of frames by number range; raw text cut in the database."""
-    return list(
-        Frame.objects.filter(capture=capture, number__gte=page.start, number__lt=page.stop)
-        .order_by("number")
-        .only("number", "kind", "arrived_ms", "calls", "marks")
-        .annotate(raw_head=Substr("raw", 1, RAW_SHOWN), raw_length=Length("raw"))
+    frames = Frame.objects.filter(capture=capture, number__gte=page.start, number__lt=page.stop)
+    return list(frame_columns(frames.order_by("number")))
+
+
+def frame_columns(frames: QuerySet[Frame]) -> QuerySet[Frame]:
+    """What a row reads of each frame: never the whole raw text."""
+    return frames.only("number", "kind", "arrived_ms", "calls", "marks", "did").annotate(
+        raw_head=Substr("raw", 1, RAW_SHOWN), raw_length=Length("raw")
     )
 
 
@@ -88,13 +95,19 @@ def frame_rows(
     *,
     focus: int | None,
     call_link: Callable[[int], str],
+    raw_open: bool = False,
 ) -> list[FrameRow]:
-    """The table's rows; `call_link(position)` is where a touched call is shown."""
-    return [_frame_row(capture, frame, focus, call_link) for frame in frames]
+    """The table's rows; `call_link(position)` is where a touched call is
+    shown; `raw_open`: each frame's raw text shown unfolded (?raw=1)."""
+    return [_frame_row(capture, frame, focus, call_link, raw_open) for frame in frames]
 
 
 def _frame_row(
-    capture: Capture, frame: Frame, focus: int | None, call_link: Callable[[int], str]
+    capture: Capture,
+    frame: Frame,
+    focus: int | None,
+    call_link: Callable[[int], str],
+    raw_open: bool,
 ) -> FrameRow:
     return frame_row(
         capture.slug,
@@ -107,6 +120,9 @@ def _frame_row(
         marks=frame.marks,
         focus=focus,
         call_link=call_link,
+        did=frame.did,
+        dialect=capture.dialect,
+        raw_open=raw_open,
     )
 
 
@@ -122,9 +138,15 @@ def frame_row(
     marks: Sequence[str] = (),
     focus: int | None = None,
     call_link: Callable[[int], str] | None = None,
+    did: Sequence[Sequence[Any]] | None = None,
+    dialect: str = "chat",
+    raw_open: bool = False,
 ) -> FrameRow:
     """One row of the frames table from a frame's stored fields (`raw_head`:
-    the first RAW_SHOWN characters of its raw text, of `raw_length`)."""
+    the first RAW_SHOWN characters of its raw text, of `raw_length`; `did`:
+    its `Frame.did` items, shown parsed in the `dialect`'s terms, written
+    as the frame is stored, live or not).  `did` None: not known, not shown."""
+    link = call_link or call_card
     marked = [(mark, mark_tone(mark)) for mark in marks]
     tones = {tone for _, tone in marked}
     classes = [f"kind-{kind}"] + [f"is-{tone}" for tone in sorted(tones)]
@@ -139,8 +161,11 @@ def frame_row(
         time="" if arrived_ms is None else f"{arrived_ms:.1f} ms",
         raw=raw_head,
         raw_cut=max(0, raw_length - RAW_SHOWN),
-        calls=[{"position": p, "href": (call_link or call_card)(p)} for p in calls],
+        calls=[{"position": p, "href": link(p)} for p in calls],
         marks=marked,
+        did=did_groups(did or (), dialect, link),
+        did_known=did is not None,
+        raw_open=raw_open,
         classes=" ".join(classes),
         focus=number == focus,
         permalink=frame_permalink(slug, number),
@@ -161,14 +186,27 @@ def live_frame_row(
     *,
     calls: Sequence[int] = (),
     marks: Sequence[str] = (),
+    did: Sequence[Sequence[Any]] | None = None,
+    dialect: str = "chat",
 ) -> str:
     """The HTML of the row the capture page shows for a frame of a live
-    capture (its raw text as stored: NUL as U+FFFD; a live frame's calls and
-    marks are written when the capture closes), for a live viewer to
-    insert: the page's own row template."""
+    capture (its raw text as stored: NUL as U+FFFD; its calls and marks as
+    the live assembler tells them, `live_cards.LiveCards.frame_notes`: the
+    stored row gets them when the capture closes; `did`: its stored items,
+    when the caller has them), for a live viewer to insert: the page's own
+    row template."""
     raw = raw.replace("\x00", "\ufffd")
     row = frame_row(
-        slug, number, kind, raw[:RAW_SHOWN], len(raw), arrived_ms, calls=calls, marks=marks
+        slug,
+        number,
+        kind,
+        raw[:RAW_SHOWN],
+        len(raw),
+        arrived_ms,
+        calls=calls,
+        marks=marks,
+        did=did,
+        dialect=dialect,
     )
     return get_template(ROW_TEMPLATE).render({"row": row})
 

@@ -6,7 +6,9 @@ so the one thread daphne runs every sync view on keeps serving pages.  It is
 bounded by INSPECTOR_MINIMIZE_SECONDS; reproducers.js shows the time spent
 against that budget while the browser waits, then the POST redirects to the
 new capture.  A `lens=NAME` field keeps that lens's divergence instead of
-the refusal, on ok captures too.
+the refusal, on ok captures too; that search runs the client library on
+every candidate, so it runs in a bounded child process
+(`inspector/minimize/bounded.py`), never in the server's.
 
 A `job=TOKEN` field (each Minimize form's hidden field, the capture page's
 and every lens form's; reproducers.js puts a fresh one there at each
@@ -42,10 +44,11 @@ from django.views.decorators.http import require_GET, require_POST
 from inspector.assembly import UnreadableInput
 from inspector.lenses import title
 from inspector.minimize import NothingToMinimize
+from inspector.minimize.bounded import LensSearchFailed
 from inspector.minimize.lens import LensChoiceError, check_lens_name
 
 from .. import minimize_jobs
-from ..minimizing import capture_lens_target, minimize_capture
+from ..minimizing import minimize_capture, minimize_capture_keeping_lens
 from ..models import Capture
 
 
@@ -59,10 +62,7 @@ def _minimize_in_worker(
     try:
         if lens is None:
             return minimize_capture(capture, seconds=seconds, progress=progress)
-        target = capture_lens_target(capture, lens)
-        return minimize_capture(
-            capture, seconds=seconds, target=target, keeps=target.description, progress=progress
-        )
+        return minimize_capture_keeping_lens(capture, lens, seconds, progress=progress)
     finally:
         connections.close_all()
 
@@ -153,6 +153,9 @@ async def minimize_view(request, slug):
         derived = await _minimize_as_job(capture, budget, lens, request.POST.get("job"))
     except LensChoiceError as error:
         return _bad_request(str(error))
+    except LensSearchFailed as error:
+        messages.error(request, f"Can't minimize keeping the {lens} lens: {error}.")
+        return _see_other(back)
     except NothingToMinimize as error:
         messages.error(request, f"Nothing to minimize: {error}.")
         return _see_other(back)

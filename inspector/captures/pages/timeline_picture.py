@@ -1,43 +1,47 @@
-"""The timeline picture above the calls: one lane per call, x = frame number.
+"""The timeline picture above the calls: one lane per call and one for the
+text and reasoning; x = frame number, or arrival time for a capture whose
+frames have one (`?timeline=time`, offered by a link; frames by default).
 
 Drawn on the server as inline SVG.  Each lane shows where the call's
 identity arrived (a diamond at its first frame), its argument fragments (bars
 over the frames that carried them), where it settled (a bar end) or turned
-invalid (a cross), and above the lanes, the frames with anomalies or dropped
-deltas (ticks) and the refusal (a red rule through every lane).  Every mark is
-a link to its frame's permalink, with a tooltip saying what it is.
+invalid (a cross); the text lane, the frames that carried text (lower bars)
+and reasoning (upper bars); above the lanes, the frames with anomalies or
+dropped deltas (ticks) and the refusal (a red rule through every lane).
+Every mark is a link to its frame's permalink, with a tooltip saying what it
+is.
 
 It must stay cheap at any size: the data is summarized when the capture is
 stored (`captures/timeline_data.py`, kept in `Assembly.timeline`), so
-drawing reads one more query (the lanes' names) and no frame.  A capture
-stored before timelines existed is counted from the database instead, in
-buckets (three queries, bounded, slower at 100k frames); bench/timeline.py
-measures both.  Names and ids are escaped; nothing of the stream is drawn
-unescaped.
+drawing reads one more query (the lanes' names) and no frame; the time axis
+places frames by the summary's `clock`.  A capture stored before timelines
+existed is counted from the database instead, in buckets (three queries,
+bounded, slower at 100k frames; frame axis only); bench/timeline.py measures
+both.  Names and ids are escaped; nothing of the stream is drawn unescaped.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, ExpressionWrapper, F, IntegerField, Min
-from django.utils.html import escape
+from django.http import HttpRequest
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from ..models import Assembly, Capture, Fragment
-from ..timeline_data import (
-    BUCKETS,
-    LANES,
-    MARKED_FRAMES,
-    runs_from_buckets,
-)
+from ..timeline_data import BUCKETS, LANES, MARKED_FRAMES, runs_from_buckets
 from .frames import frame_permalink
 from .marks import mark_words
 
 WIDTH, LEFT, RIGHT = 1000, 190, 990  # viewBox x: the labels' column, then the plot
 LANE_HEIGHT, TOP = 18, 34  # the marks strip and the axis take the top
 LABEL_CHARS = 26
+MIN_BAR = 4  # a run of one frame is still a bar one can click
+FRAMES, TIME = "frames", "time"  # the x axes (`?timeline=`)
+PROSE_LABELS = {"text": "text", "reasoning": "reasoning"}
 
 
 @dataclass
@@ -54,6 +58,34 @@ class Lane:
 
 
 @dataclass
+class Clock:
+    """The time axis: arrival times (ms) of the frames drawn, sorted by frame."""
+
+    start: float
+    end: float
+    frames: list[int]
+    times: list[float]
+
+    @classmethod
+    def from_summary(cls, time: dict[str, Any]) -> Clock:
+        clock = time.get("clock") or []
+        return cls(
+            start=float(time["start"]),
+            end=float(time["end"]),
+            frames=[frame for frame, _ in clock],
+            times=[float(ms) for _, ms in clock],
+        )
+
+    def ms(self, frame: int) -> float:
+        """A frame's arrival time; one not in the clock (a summary stored
+        by another version) takes the nearest earlier frame's."""
+        slot = bisect_left(self.frames, frame)
+        if slot < len(self.frames) and self.frames[slot] == frame:
+            return self.times[slot]
+        return self.times[slot - 1] if slot else self.start
+
+
+@dataclass
 class Picture:
     total: int
     slug: str
@@ -62,14 +94,52 @@ class Picture:
     marks: dict[int, list[str]]  # frame -> marks (anomalies, drops)
     marks_cut: bool
     refusal: tuple[int, str] | None  # (frame, code)
+    prose: dict[str, list[list[int]]] = field(default_factory=dict)  # kind -> runs
+    clock: Clock | None = None  # set when the capture's frames have arrival times
+    axis: str = FRAMES
+
+    def x(self, frame: int) -> float:
+        """Where a frame is drawn on the picture's axis."""
+        if self.axis == TIME and self.clock is not None:
+            return self.x_ms(self.clock.ms(frame))
+        return round(LEFT + (RIGHT - LEFT) * frame / max(self.total - 1, 1), 1)
+
+    def x_ms(self, ms: float) -> float:
+        clock = self.clock
+        assert clock is not None
+        span = clock.end - clock.start
+        share = (ms - clock.start) / span if span > 0 else 0.0
+        return round(LEFT + (RIGHT - LEFT) * min(max(share, 0.0), 1.0), 1)
 
 
-def timeline_picture(capture: Capture, strict: Assembly | None, call_total: int) -> SafeString:
+def timeline_section(
+    request: HttpRequest, capture: Capture, strict: Assembly | None, call_total: int
+) -> SafeString:
+    """The picture on the axis `?timeline=` asks for (frames unless "time"
+    and the capture has arrival times), after the link that switches it when
+    both axes can be drawn.  Works without JavaScript."""
+    asked = TIME if request.GET.get("timeline") == TIME else FRAMES
+    picture = build_picture(capture, strict, call_total, asked)
+    if picture is None:
+        return mark_safe("")
+    return mark_safe(axis_switch(request, picture) + draw(picture))
+
+
+def timeline_picture(
+    capture: Capture, strict: Assembly | None, call_total: int, axis: str = FRAMES
+) -> SafeString:
     """The capture's timeline as inline SVG ("" for a capture without frames);
     `call_total`: how many calls the strict result has (the calls panel's count)."""
+    picture = build_picture(capture, strict, call_total, axis)
+    return mark_safe("" if picture is None else draw(picture))
+
+
+def build_picture(
+    capture: Capture, strict: Assembly | None, call_total: int, axis: str = FRAMES
+) -> Picture | None:
     total = capture.frame_count
     if strict is None or total <= 0:
-        return mark_safe("")
+        return None
     picture = Picture(
         total=total,
         slug=capture.slug,
@@ -84,17 +154,25 @@ def timeline_picture(capture: Capture, strict: Assembly | None, call_total: int)
     picture.more_calls = max(0, call_total - len(picture.lanes))
     stored = getattr(strict, "timeline", None)
     if stored:
-        _from_summary(picture, stored)
+        _from_summary(picture, stored, axis)
     else:
         _add_runs(picture, strict)
         _add_marks(picture, capture)
-    return mark_safe(draw(picture))
+    return picture
 
 
-def _from_summary(picture: Picture, stored: dict[str, Any]) -> None:
-    runs = {lane["position"]: lane["runs"] for lane in stored.get("lanes") or []}
+def _from_summary(picture: Picture, stored: dict[str, Any], axis: str) -> None:
+    """The stored summary's runs on the axis asked for (see `timeline_data`;
+    a summary stored before `prose` and `time` has neither)."""
+    time = stored.get("time")
+    if time:
+        picture.clock = Clock.from_summary(time)
+    on = time if axis == TIME and time else stored
+    picture.axis = TIME if on is time else FRAMES
+    runs = {lane["position"]: lane["runs"] for lane in on.get("lanes") or []}
     for lane in picture.lanes:
         lane.runs = runs.get(lane.position, [])
+    picture.prose = {lane["kind"]: lane["runs"] for lane in on.get("prose") or []}
     picture.marks = {frame: kinds for frame, kinds in stored.get("marks") or []}
     picture.marks_cut = bool(stored.get("marks_cut"))
 
@@ -155,11 +233,26 @@ def _add_marks(picture: Picture, capture: Capture) -> None:
     picture.marks = {number: list(marks or []) for number, marks in rows[:MARKED_FRAMES]}
 
 
+# --- the axis switch -----------------------------------------------------------------------
+
+
+def axis_switch(request: HttpRequest, picture: Picture) -> str:
+    """Links to the picture on each axis (the page's other parameters kept),
+    only when the capture has arrival times."""
+    if picture.clock is None:
+        return ""
+    links = []
+    for axis, words in ((FRAMES, "frame number"), (TIME, "arrival time")):
+        query = request.GET.copy()
+        query["timeline"] = axis
+        shape = '<a href="?{}#timeline" aria-current="true">{}</a>'
+        if axis != picture.axis:
+            shape = '<a href="?{}#timeline">{}</a>'
+        links.append(format_html(shape, query.urlencode(), words))
+    return f'<p class="tl-switch">x axis: {" · ".join(links)}</p>'
+
+
 # --- drawing -------------------------------------------------------------------------------
-
-
-def _x(frame: int, total: int) -> float:
-    return round(LEFT + (RIGHT - LEFT) * frame / max(total - 1, 1), 1)
 
 
 def _link(picture: Picture, frame: int, title: str, shape: str) -> str:
@@ -168,15 +261,21 @@ def _link(picture: Picture, frame: int, title: str, shape: str) -> str:
 
 
 def draw(picture: Picture) -> str:
-    height = TOP + LANE_HEIGHT * max(len(picture.lanes), 1) + 22
+    rows = len(picture.lanes) + (1 if picture.prose else 0)
+    height = TOP + LANE_HEIGHT * max(rows, 1) + 22
+    unit = "arrival time" if picture.axis == TIME else "frames"
     parts = [
         f'<svg class="tl-picture" viewBox="0 0 {WIDTH} {height}" role="img" '
-        f'aria-label="Timeline of {len(picture.lanes)} calls over {picture.total} frames" '
-        'preserveAspectRatio="xMinYMin meet">'
+        f'aria-label="Timeline of {len(picture.lanes)} calls over {picture.total} frames, '
+        f'by {unit}" data-axis="{picture.axis}" preserveAspectRatio="xMinYMin meet">'
     ]
     parts.extend(_axis(picture, height))
     parts.extend(_mark_ticks(picture))
-    for row, lane in enumerate(picture.lanes):
+    first_call_row = 0
+    if picture.prose:
+        parts.extend(_prose_lane(picture, TOP))
+        first_call_row = 1
+    for row, lane in enumerate(picture.lanes, start=first_call_row):
         parts.extend(_lane(picture, lane, TOP + LANE_HEIGHT * row))
     parts.extend(_refusal(picture, height))
     if picture.more_calls:
@@ -199,15 +298,34 @@ def nice_ticks(last: int, most: int = 5) -> list[int]:
     return list(range(0, max(last, 0) + 1, step))
 
 
+def ms_label(ms: int, span: float) -> str:
+    """A time tick: milliseconds when the whole axis is under a second, else seconds."""
+    if span < 1000:
+        return f"{ms} ms"
+    return f"{ms / 1000:g} s"
+
+
+def _ticks(picture: Picture) -> list[tuple[float, str]]:
+    """(x, label) of the axis's ticks: round frame numbers, or round times
+    since the first frame arrived."""
+    if picture.axis == TIME and picture.clock is not None:
+        clock = picture.clock
+        span = clock.end - clock.start
+        return [
+            (picture.x_ms(clock.start + ms), ms_label(ms, span)) for ms in nice_ticks(int(span))
+        ]
+    return [(picture.x(frame), str(frame)) for frame in nice_ticks(picture.total - 1)]
+
+
 def _axis(picture: Picture, height: int) -> list[str]:
     bottom = height - 16
     out = [f'<line class="tl-axis" x1="{LEFT}" y1="{bottom}" x2="{RIGHT}" y2="{bottom}"/>']
-    for frame in nice_ticks(picture.total - 1):
-        x = _x(frame, picture.total)
-        out.append(
-            _text("tl-tick", x, height - 3, str(frame), "end" if x > RIGHT - 30 else "middle")
-        )
-    out.append(_text("tl-tick", LEFT - 6, height - 3, "frame", "end"))
+    for x, label in _ticks(picture):
+        # The first tick starts at the axis, clear of the unit's word on its left.
+        anchor = "start" if x < LEFT + 15 else "end" if x > RIGHT - 30 else "middle"
+        out.append(_text("tl-tick", x, height - 3, label, anchor))
+    unit = "arrived" if picture.axis == TIME else "frame"
+    out.append(_text("tl-tick", LEFT - 6, height - 3, unit, "end"))
     out.append('<text class="tl-label" x="4" y="14">marks</text>')
     return out
 
@@ -218,7 +336,7 @@ def _mark_ticks(picture: Picture) -> list[str]:
         kinds = ", ".join(marks)
         words = "; ".join(filter(None, (mark_words(mark) for mark in marks)))
         title = f"frame {frame}: {kinds}" + (f" ({words})" if words else "")
-        x = _x(frame, picture.total)
+        x = picture.x(frame)
         dropped = any(mark in ("empty_delta", "orphan_continuation") for mark in marks)
         css = "tl-drop" if dropped else "tl-anomaly"
         shape = f'<path class="{css}" d="M{x - 4} 4 L{x + 4} 4 L{x} 14 Z"/>'
@@ -242,16 +360,32 @@ def _shape(kind: str, x: float, mid: float) -> str:
     return f'<path class="tl-invalid" d="{cross}"/>'
 
 
-def _runs(picture: Picture, lane: Lane, mid: float) -> list[str]:
+def _bars(
+    picture: Picture, runs: list[list[int]], what: str, css: str, y: float, h: int
+) -> list[str]:
+    """A bar per run, each a link to the run's first frame."""
     out = []
-    for first, last, count in lane.runs:
-        x0, x1 = _x(first, picture.total), _x(last, picture.total)
+    for first, last, count in runs:
+        x0, x1 = picture.x(first), picture.x(last)
         plural = "s" if count != 1 else ""
-        title = f"#{lane.position}: {count} frame{plural} carried it, {first}\u2013{last}"
-        shape = (
-            f'<rect class="tl-frag" x="{x0}" y="{mid - 4}" width="{max(x1 - x0, 3)}" height="8"/>'
-        )
+        title = f"{what}: {count} frame{plural} carried it, {first}\u2013{last}"
+        width = max(x1 - x0, MIN_BAR)
+        shape = f'<rect class="{css}" x="{x0}" y="{y}" width="{width}" height="{h}"/>'
         out.append(_link(picture, first, title, shape))
+    return out
+
+
+def _prose_lane(picture: Picture, y: int) -> list[str]:
+    """The text and reasoning, in one lane: reasoning above, text below."""
+    mid = y + LANE_HEIGHT / 2
+    label = " / ".join(PROSE_LABELS[kind] for kind in picture.prose)
+    out = [
+        f'<text class="tl-label tl-prose-label" x="4" y="{mid + 4}">{escape(label)}</text>',
+        f'<line class="tl-lane" x1="{LEFT}" y1="{mid}" x2="{RIGHT}" y2="{mid}"/>',
+    ]
+    for kind, runs in picture.prose.items():
+        top = mid - 6 if kind == "reasoning" else mid + 1
+        out.extend(_bars(picture, runs, kind, f"tl-{kind}", top, 5))
     return out
 
 
@@ -261,8 +395,8 @@ def _open_span(picture: Picture, lane: Lane, mid: float) -> list[str]:
     if lane.started is None:
         return []
     end = lane.settled if lane.settled is not None else lane.invalid
-    x0 = _x(lane.started, picture.total)
-    x1 = _x(end if end is not None else picture.total - 1, picture.total)
+    x0 = picture.x(lane.started)
+    x1 = picture.x(end) if end is not None else RIGHT
     return [f'<line class="tl-open" x1="{x0}" y1="{mid}" x2="{x1}" y2="{mid}"/>']
 
 
@@ -273,7 +407,7 @@ def _lane(picture: Picture, lane: Lane, y: int) -> list[str]:
         f"{escape(lane.label)}</text>",
         f'<line class="tl-lane" x1="{LEFT}" y1="{mid}" x2="{RIGHT}" y2="{mid}"/>',
         *_open_span(picture, lane, mid),
-        *_runs(picture, lane, mid),
+        *_bars(picture, lane.runs, f"#{lane.position}", "tl-frag", mid - 4, 8),
     ]
     for kind, frame in (
         ("identity", lane.started),
@@ -282,7 +416,7 @@ def _lane(picture: Picture, lane: Lane, y: int) -> list[str]:
     ):
         if frame is not None:
             title = f"#{lane.position} {kind} at frame {frame}"
-            out.append(_link(picture, frame, title, _shape(kind, _x(frame, picture.total), mid)))
+            out.append(_link(picture, frame, title, _shape(kind, picture.x(frame), mid)))
     return out
 
 
@@ -290,6 +424,6 @@ def _refusal(picture: Picture, height: int) -> list[str]:
     if picture.refusal is None:
         return []
     frame, code = picture.refusal
-    x = _x(frame, picture.total)
+    x = picture.x(frame)
     shape = f'<rect class="tl-refusal" x="{x - 1.5}" y="0" width="3" height="{height - 16}"/>'
     return [_link(picture, frame, f"refusal {code} at frame {frame}", shape)]

@@ -11,6 +11,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inspector.assembly import UnreadableInput
+from inspector.lenses import LENSES
 from inspector.lenses.corpus import AGREED, DISAGREED, NO_LENS, StreamCheck, check_folder, tally
 
 UNREADABLE = 2
@@ -61,12 +62,18 @@ class Command(BaseCommand):
     def _summary(self, checks: list[StreamCheck]) -> None:
         self.stdout.write("")
         self.stdout.write(f"{'lens':<10} {AGREED:>7} {DISAGREED:>10} {NO_LENS:>8}")
+        entries = []
         for lens, counts in tally(checks).items():
             self.stdout.write(
                 f"{lens:<10} {counts[AGREED]:>7} {counts[DISAGREED]:>10} {counts[NO_LENS]:>8}"
             )
+            if lens in LENSES and LENSES[lens].tested_entry:
+                entry = LENSES[lens].tested_entry
+                entries.append(f"{lens}: entered as its own tests enter it: {entry}")
         agreed = sum(check.verdict == AGREED for check in checks)
         with_lens = sum(check.verdict != NO_LENS for check in checks)
         self.stdout.write(
             f"{agreed} of {with_lens} streams with a lens agree; {len(checks)} streams"
         )
+        for entry in entries:
+            self.stdout.write(entry)

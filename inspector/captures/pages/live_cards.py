@@ -1,0 +1,362 @@
+"""The rows of a capture still being recorded, rendered by the capture
+page's own templates from the assembler's state: each call's card
+(`_call_card.html`, built by `calls.call_card` and `calls.fragment_row`),
+the refusal (`_refusal.html`), and which calls and marks each new frame row
+carries (`frames.live_frame_row`).  A live viewer only inserts them
+(`static/inspector/live.js`), so a live row and the stored one come from one
+renderer and say the same.
+
+The store writes a call's fragments with the scanner state after each when
+the capture closes (`store._fragments`); here the same second scan runs as
+the fragments arrive, one `FragmentTrail` per call, keeping the newest page
+of fragments only.  While fragments stream in, a call's card is rendered
+again at most every RENDER_INTERVAL seconds and a batch renders at most
+CARDS_PER_BATCH cards (the rest go out with a later batch, when the stream
+pauses, or when the capture closes), so a fast stream costs a bounded
+number of renders, spread over its batches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from django.template.loader import get_template
+from django.urls import reverse
+
+from inspector.assembly import ArgumentScanner
+from inspector.assembly import Call as AssembledCall
+from inspector.assembly.result import Anomaly, Event, Refusal
+
+from ..call_forms import PATH_PIECES, PieceStates, argument_form
+from ..models import Assembly, Call, Capture, Fragment
+from ..store import call_fields, fragment_text
+from ..timeline_data import frame_marks
+from ..timelines import Timelines, add_event, add_refusal, new_timelines
+from .calls import (
+    CALLS_PER_PAGE,
+    FRAGMENT_ROWS,
+    FRAGMENTS_PER_PAGE,
+    call_card,
+    fragment_row,
+    near_range,
+)
+from .dialect_terms import dialect_note
+from .fragment_text import WINDOW
+from .frames import frame_permalink
+from .paging import page_share, pager, pager_links
+
+CARD_TEMPLATE = "inspector/_call_card.html"
+REFUSAL_TEMPLATE = "inspector/_refusal.html"
+DIALECT_TEMPLATE = "inspector/_dialect_note.html"
+RENDER_INTERVAL = 0.5  # seconds between two renders of one call's card, at least
+CARDS_PER_BATCH = 1  # cards rendered for one batch of frames while they stream, at most
+
+# A frame row's notes: (the calls it touched, its marks).
+FrameNotes = dict[int, tuple[list[int], list[str]]]
+
+
+@dataclass
+class Rendered:
+    """A call's card as a live viewer gets it: its place and its HTML."""
+
+    position: int
+    html: str
+
+
+class FragmentTrail:
+    """One call's fragments as its card shows them, taken as they arrive:
+    the scanner's state after each (the store's second scan, done as it
+    goes), the text just before each, and the newest page of them."""
+
+    def __init__(self, form: str) -> None:
+        self.scanner = ArgumentScanner()
+        self.pieces = PieceStates() if form == PATH_PIECES else None
+        self.count = 0
+        self.length = 0  # characters of arguments so far
+        self.first_frame: int | None = None
+        self.tail = ""  # the last WINDOW characters so far
+        self.newest: deque[tuple[Fragment, str]] = deque(maxlen=FRAGMENTS_PER_PAGE)
+
+    def take(self, call: AssembledCall) -> None:
+        """The call's fragments not taken yet."""
+        for frame, offset, text in call.iter_fragments(self.count):
+            self.scanner.feed(text)
+            fragment = Fragment(
+                seq=self.count,
+                frame=frame,
+                offset=offset,
+                text=fragment_text(text),
+                depth=self.scanner.depth,
+                in_string=self.scanner.in_string,
+                complete=self.scanner.closed,
+                invalid_from=self.scanner.invalid_at,
+                state=self.pieces.add(text) if self.pieces is not None else "",
+            )
+            self.newest.append((fragment, self.tail))
+            self.tail = (self.tail + fragment.text)[-WINDOW:]
+            self.length += len(text)
+            self.count += 1
+            if self.first_frame is None:
+                self.first_frame = frame
+
+    def shown(self, start: int) -> list[tuple[Fragment, str]]:
+        """The fragments from seq `start` on, each with the text before it."""
+        return [(fragment, before) for fragment, before in self.newest if fragment.seq >= start]
+
+
+class LiveCards:
+    """The rows of one live capture, read from its strict assembler after
+    each step.  `read()` takes the events since the last one; then
+    `frame_notes` says what each new frame row carries and `cards` renders
+    the cards of the calls that changed."""
+
+    def __init__(self, slug: str, assembler: Any, *, clock: Callable[[], float] = time.monotonic):
+        self.slug = slug
+        self.assembler = assembler
+        self.clock = clock  # what the throttle reads
+        self._seen = 0  # events read
+        self._waiting: list[Event] = []  # events naming a call not numbered yet
+        self._timelines: Timelines = new_timelines()
+        self._trails: dict[int, FragmentTrail] = {}
+        self._changed: set[int] = set()  # calls whose card is not rendered as it is now
+        self._touched: set[int] = set()  # calls the last read's events touched
+        self._rendered_at: dict[int, float] = {}
+        self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
+        self._refusal_noted = False
+        self._refusal_shown: tuple[Refusal | None, str] = (None, "")
+        self._dialect_shown: tuple[str, str] = ("", "")
+
+    # -- reading the assembler -------------------------------------------------------------
+
+    def read(self) -> None:
+        """Take the events the assembler logged since the last read."""
+        items = self.assembler.events.items
+        new, self._seen = items[self._seen :], len(items)
+        events, self._waiting = self._waiting, []
+        self._touched = set()
+        for item in events + new:
+            if type(item) is tuple:  # a fragment: (frame, position, text)
+                self._touched.add(item[1])
+            elif _unnumbered(item):
+                self._waiting.append(item)
+            else:
+                self._note(item)
+        refusal = self.assembler.refusal
+        if refusal is not None and refusal.call is not None and refusal.call.position is not None:
+            self._touched.add(refusal.call.position)
+        # Calls numbered only when the stream ended (never started) get no card here.
+        self._touched = {p for p in self._touched if p < len(self.assembler.started)}
+        self._changed |= self._touched
+
+    def caught_up(self) -> None:
+        """Read what the assembler holds now as already shown: bytes another
+        process appended (and sent the rows of) were just replayed."""
+        self.read()
+        self._changed, self._touched = set(), set()
+        self._marks_seen = (len(self.assembler.dropped), len(self.assembler.anomalies))
+        self._refusal_noted = self.assembler.refusal is not None
+
+    def _note(self, event: Event) -> None:
+        record = event.to_dict()
+        add_event(self._timelines, record)
+        for position in (record.get("call"), (record.get("anomaly") or {}).get("call")):
+            if position is not None:
+                self._touched.add(position)
+
+    def frame_notes(self, numbers: Iterable[int]) -> FrameNotes:
+        """The calls and marks of the frame rows `numbers` (the frames of the
+        last read), as the stored rows will carry them."""
+        wanted = set(numbers)
+        notes: FrameNotes = {number: ([], []) for number in wanted}
+        if not wanted:
+            return notes
+        first = min(wanted)
+        # Every started call: a frame may touch one without an event (a final copy).
+        for position, call in enumerate(self.assembler.started):
+            if not call.frames or call.frames[-1] < first:
+                continue
+            self._changed.add(position)
+            for number in _frames_from(call.frames, first):
+                if number in notes and position not in notes[number][0]:
+                    notes[number][0].append(position)
+        for number, marks in self._new_marks().items():
+            if number in notes:
+                notes[number][1].extend(marks)
+        return notes
+
+    def _new_marks(self) -> dict[int, list[str]]:
+        """The marks logged since the last call (as `frame_marks` orders them)."""
+        assembler = self.assembler
+        dropped, anomalies = self._marks_seen
+        self._marks_seen = (len(assembler.dropped), len(assembler.anomalies))
+        refusal = None
+        if assembler.refusal is not None and not self._refusal_noted:
+            self._refusal_noted = True
+            refusal = assembler.refusal
+        return frame_marks(
+            SimpleNamespace(
+                dropped=assembler.dropped[dropped:],
+                anomalies=assembler.anomalies[anomalies:],
+                refusal=refusal,
+            )
+        )
+
+    # -- rendering -------------------------------------------------------------------------
+
+    @property
+    def held_back(self) -> bool:
+        """Whether a call changed since its card was last rendered."""
+        return bool(self._changed)
+
+    def cards(self, *, every: bool = False, throttle: bool = True) -> list[Rendered]:
+        """The cards of the calls changed since they were last rendered
+        (`every`: of the newest CALLS_PER_PAGE calls, as many as a page of
+        cards, for a viewer who joins; older ones come when they change, and
+        all on the finished page).  With `throttle`
+        (False: the capture closed, or the stream paused) none rendered less
+        than RENDER_INTERVAL ago, and at most CARDS_PER_BATCH, those
+        rendered longest ago: a batch's cost stays bounded however many
+        calls stream at once."""
+        now = self.clock()
+        count = len(self.assembler.started)
+        positions = range(max(0, count - CALLS_PER_PAGE), count) if every else sorted(self._changed)
+        if throttle:
+            due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
+            positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
+        out = []
+        for position in positions:
+            self._changed.discard(position)
+            self._rendered_at[position] = now
+            out.append(Rendered(position, self.card_html(position)))
+        return out
+
+    def _last_render(self, position: int) -> float:
+        return self._rendered_at.get(position, -1e9)
+
+    def card_html(self, position: int) -> str:
+        """The card of the call at `position`, as it is now."""
+        call = self.assembler.started[position]
+        capture = SimpleNamespace(slug=self.slug, dialect=self.assembler.dialect)
+        trail = self._trail(call, capture.dialect)
+        strict = self.assembly()
+        row = Call(**call_fields(call, capture.dialect), timeline=self._timeline(position))
+        row.first_fragment_frame = trail.first_frame
+        row.args_length = len(call.final_text) if call.final_text is not None else trail.length
+        row.args_head = ""  # final arguments are shown once the capture closed
+        card = call_card(capture, strict, row, text_near=_near_in(call))
+        on_page = min(len(self.assembler.started), CALLS_PER_PAGE)
+        per_page = page_share(FRAGMENT_ROWS, FRAGMENTS_PER_PAGE, on_page)
+        newest_page = max(1, -(-trail.count // per_page))
+        card.fragment_pager = pager(newest_page, per_page, trail.count)
+        card.fragment_links = pager_links(card.fragment_pager, self._fragments_page(position))
+        for fragment, before in trail.shown(card.fragment_pager.start):
+            card.fragments.append(fragment_row(capture, card, fragment, None, before))
+        context = {"card": card, "capture": capture, "strict": strict}
+        return str(get_template(CARD_TEMPLATE).render(context)).strip()
+
+    def refusal_html(self) -> str:
+        """The refusal decided so far, as the capture page shows it ("" for none)."""
+        refusal = self.assembler.refusal
+        if refusal is None:
+            return ""
+        if self._refusal_shown[0] is not refusal:
+            self._refusal_shown = (refusal, self._render_refusal())
+        return self._refusal_shown[1]
+
+    def _render_refusal(self) -> str:
+        strict = self.assembly()
+        context = {
+            "strict": strict,
+            "refusal_link": (
+                frame_permalink(self.slug, strict.refusal_frame)
+                if strict.refusal_frame is not None
+                else ""
+            ),
+            "refusal_call_link": (
+                f"#call-{strict.refusal_call}" if strict.refusal_call is not None else ""
+            ),
+        }
+        return str(get_template(REFUSAL_TEMPLATE).render(context)).strip()
+
+    def dialect_html(self, basis: str) -> str:
+        """The page's note on the dialect the stream is read in and why, when
+        it changed since the last call ("" otherwise): the page was rendered
+        before the first frames told it."""
+        shown = (self.assembler.dialect, basis)
+        if shown == self._dialect_shown:
+            return ""
+        self._dialect_shown = shown
+        context = {"dialect": shown[0], "basis": basis, "note": dialect_note(*shown)}
+        return str(get_template(DIALECT_TEMPLATE).render(context)).strip()
+
+    def assembly(self) -> Assembly:
+        """The strict assembly so far, as the pages read a stored one
+        (unsaved: outcome live, the refusal decided so far)."""
+        refusal: Refusal | None = self.assembler.refusal
+        if refusal is None:
+            return Assembly(outcome=Capture.Outcome.LIVE)
+        record = refusal.to_dict()
+        return Assembly(
+            outcome=Capture.Outcome.LIVE,
+            refusal_code=record["code"],
+            refusal_message=fragment_text(record["message"]),
+            refusal_frame=record["frame"],
+            refusal_call=record["call"],
+            refusal_choice=record["choice"],
+            refusal_retryable=record["retryable"],
+        )
+
+    def _trail(self, call: AssembledCall, dialect: str) -> FragmentTrail:
+        trail = self._trails.get(call.position)
+        if trail is None:
+            trail = self._trails[call.position] = FragmentTrail(argument_form(call, dialect))
+        trail.take(call)
+        return trail
+
+    def _timeline(self, position: int) -> list[dict[str, Any]]:
+        """The call's timeline so far, the refusal last (as the store adds it)."""
+        timeline = list(self._timelines.get(position, []))
+        refusal = self.assembler.refusal
+        if refusal is not None and refusal.call is not None and refusal.call.position == position:
+            add_refusal({position: timeline}, refusal.to_dict())
+        return timeline
+
+    def _fragments_page(self, position: int) -> Callable[[int], str]:
+        url = reverse("capture", args=[self.slug])
+        return lambda number: f"{url}?call={position}&frag={number}#call-{position}"
+
+
+def _unnumbered(event: Event) -> bool:
+    """Whether the event names a call that has no position yet (one not
+    started: its events wait until it starts, as `EventLog.drain` does)."""
+    calls = [event.call]
+    if type(event.fields) is dict:
+        calls += [v.call for v in event.fields.values() if type(v) in (Anomaly, Refusal)]
+    return any(call is not None and call.position is None for call in calls)
+
+
+def _frames_from(frames: Any, first: int) -> list[int]:
+    """The numbers in a call's (sorted) frames from `first` on, read from the end."""
+    out = []
+    for number in reversed(frames):
+        if number < first:
+            break
+        out.append(number)
+    return out[::-1]
+
+
+def _near_in(call: AssembledCall) -> Callable[[Call, Any], str]:
+    """A live call's arguments around an offset (they are in memory)."""
+
+    def near(_row: Call, offset: Any) -> str:
+        if not isinstance(offset, int) or offset < 0:
+            return ""
+        start, stop = near_range(offset)
+        return fragment_text(call.arguments_text[start:stop])
+
+    return near
