@@ -21,6 +21,17 @@ from .dialects import DIALECT_LABELS
 from .records import CaptureSummary, RefusalRecord
 
 
+class JsonText(models.TextField):
+    """A TextField of UTF-8 JSON text that SQLite may hold as a BLOB: a large
+    value is written through incremental blob I/O (`blob_io.py`), which
+    stores bytes.  Read back, it is text on every database."""
+
+    def from_db_value(self, value: object, expression: object, connection: object) -> object:
+        if isinstance(value, (bytes, memoryview)):
+            return bytes(value).decode("utf-8")
+        return value
+
+
 def capture_path(slug: str) -> str:
     """The capture page's path, for a slug known without its row."""
     return reverse("capture", args=[slug])
@@ -68,7 +79,6 @@ class Capture(models.Model):
     outcome = models.CharField(max_length=8, choices=Outcome.choices, db_index=True)
     refusal_code = models.CharField(max_length=32, blank=True, db_index=True)
     lenient_outcome = models.CharField(max_length=8, blank=True)
-    raw = models.BinaryField()  # the stream's bytes exactly as received
     # Live capture (proxy, ingest): the request that was sent, secrets removed;
     # the upstream's name and HTTP status (also a HAR entry's response status);
     # retries of one logical request share their `retry_chain` and are numbered
@@ -94,6 +104,9 @@ class Capture(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derivatives"
     )
     derivation = models.CharField(max_length=200, blank=True)  # e.g. "minimized: keeps X"
+    # The stream's bytes exactly as received.  The table's last column: SQLite
+    # leaves a zeroblob unwritten only at the end of a row (`blob_io.py`).
+    raw = models.BinaryField()
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -260,12 +273,13 @@ class Assembly(models.Model):
     finish_reason = models.CharField(max_length=40, blank=True)
     usage = models.JSONField(null=True, blank=True)
     text = models.TextField(blank=True)
-    # The result document exactly as `manage.py assemble` prints it (text, so
-    # key order survives PostgreSQL's jsonb).
-    result_json = models.TextField()
     # The strict assembly's timeline picture data (`timeline_data.summarize`);
     # null for the lenient one and for captures stored before timelines.
     timeline = models.JSONField(null=True, blank=True)
+    # The result document exactly as `manage.py assemble` prints it (text, so
+    # key order survives PostgreSQL's jsonb).  The table's last column: see
+    # `raw_last` in tests and `blob_io.py`.
+    result_json = JsonText()
 
     class Meta:
         constraints = [

@@ -2,12 +2,12 @@
 they are never all held in memory at once: their JSON text goes to a
 temporary file (in memory while small), and what the calls' timelines and
 the timeline picture's text lane take from them is noted as they pass.  At
-the end `result_json` builds the stored result text, exactly as `dumps(result.to_dict())` writes it.
+the end `result_file` writes the stored result text, exactly as `dumps(result.to_dict())`
+writes it, to a file.
 """
 
 from __future__ import annotations
 
-import mmap
 import shutil
 import tempfile
 from array import array
@@ -29,7 +29,7 @@ _FRAMES_BLOCK = 4096
 
 class EventSpill:
     """`add(events)` as `EventLog.drain()` hands them out, in order; then
-    `result_json(result)` once; `close()` (or `with`) frees the file."""
+    `result_file(result, document)` once; `close()` (or `with`) frees the file."""
 
     def __init__(self) -> None:
         self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
@@ -58,13 +58,14 @@ class EventSpill:
             add_event(self.timelines, event)
             self.prose.add(event)
 
-    def result_json(self, result: Result, document: dict[str, Any]) -> str:
-        """The result document's JSON text (`document`: the result's
-        `to_dict(events=False, frames=False)`), with each call's frames and,
-        last, the spilled events.  Written to a file key by key (as orjson
-        writes a dict: `{"key":value,...}`) and decoded from it in one
-        piece, so the text is held once, not as bytes and again as a string."""
-        with tempfile.TemporaryFile() as out:
+    def result_file(self, result: Result, document: dict[str, Any]) -> IO[bytes]:
+        """A temporary file holding the result document's JSON text
+        (`document`: the result's `to_dict(events=False, frames=False)`),
+        with each call's frames and, last, the spilled events; written key by
+        key as orjson writes a dict (`{"key":value,...}`), so the text is
+        never held in memory whole.  The caller closes the file."""
+        out = tempfile.TemporaryFile()
+        try:
             out.write(b"{")
             for key, value in document.items():
                 out.write(dumps(key) + b":")
@@ -78,8 +79,10 @@ class EventSpill:
             shutil.copyfileobj(self._file, out, _COPY_BLOCK)
             out.write(b"]}")
             out.flush()
-            with mmap.mmap(out.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                return str(view, "utf-8")
+        except BaseException:
+            out.close()
+            raise
+        return out
 
 
 def _write_calls(out: IO[bytes], records: list[dict[str, Any]], calls: list[Call]) -> None:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from itertools import groupby, islice, repeat
 from operator import itemgetter
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from django.db import transaction
@@ -38,10 +38,10 @@ from inspector.assembly import Frame as StreamFrame
 from inspector.assembly.jsontext import dumps
 
 from . import models
+from .blob_io import write_json_text, write_raw
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
 from .frame_did import FrameDid, carries_text, did_by_frame
-from .raw_bytes import write_raw
 from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
 from .timelines import Timelines, add_refusal, timelines
@@ -335,7 +335,7 @@ def _store_assembly(
 ) -> models.Assembly:
     """`spill`: the events the writer drained so far (the rest are drained
     here); else the result holds them all."""
-    document, result_json, call_timelines, prose = _documented(result, spill)
+    document, result_text, call_timelines, prose = _documented(result, spill)
     refusal = result.refusal
     first = result.choice0
     assembly = models.Assembly.objects.create(
@@ -351,10 +351,14 @@ def _store_assembly(
         finish_reason=_text((first.finish_reason or "")[:40]) if first else "",
         usage=_json(result.usage),
         text=_text(document["text"]),
-        result_json=result_json,
+        result_json=result_text if type(result_text) is str else "",
         timeline=summarize(result, prose, arrival_times(capture)) if policy == STRICT else None,
     )
-    del result_json, document
+    del document
+    if type(result_text) is not str:
+        with result_text:
+            write_json_text(assembly, result_text)
+    del result_text
     calls = models.Call.objects.bulk_create(
         [
             models.Call(
@@ -402,10 +406,10 @@ def fragment_text(text: str) -> str:
 
 def _documented(
     result: Result, spill: EventSpill | None
-) -> tuple[dict[str, Any], str, Timelines, ProseFrames]:
+) -> tuple[dict[str, Any], str | IO[bytes], Timelines, ProseFrames]:
     """The result document without its events (nor the calls' frames, when
-    spilled), its JSON text whole, the calls' timelines and the frames of
-    its text and reasoning."""
+    spilled), its JSON text (whole, or spilled: a file holding it), the
+    calls' timelines and the frames of its text and reasoning."""
     if spill is None:
         document = result.to_dict()
         result_json = dumps(document).decode()
@@ -415,9 +419,9 @@ def _documented(
         return document, result_json, call_timelines, prose
     spill.add(result.events.drain())
     document = result.to_dict(events=False, frames=False)
-    result_json = spill.result_json(result, document)
+    result_file = spill.result_file(result, document)
     add_refusal(spill.timelines, document["refusal"])
-    return document, result_json, spill.timelines, spill.prose
+    return document, result_file, spill.timelines, spill.prose
 
 
 def _fragments(row: models.Call, call: AssembledCall) -> Iterator[models.Fragment]:

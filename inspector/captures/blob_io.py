@@ -1,0 +1,82 @@
+"""Writing a row's large values (`Capture.raw`, `Assembly.result_json`)
+without holding copies of them.
+
+Binding a value copies it on SQLite (Python's driver asks for a private
+copy), and the row is then built in memory from that copy: storing a 20 MB
+upload took two more 20 MB buffers, and the cached statement kept the first
+until it ran again.  On SQLite the column is set to a zeroblob of the right
+size and filled through incremental blob I/O, a block at a time, from bytes
+or from a file.  SQLite leaves a zeroblob unwritten only when it is the row's
+last column (anywhere else the UPDATE builds the whole row, zeros included),
+which is why both columns end their tables (migration 0017; a test holds it).
+Other databases get an UPDATE with the whole value.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import IO
+
+from django.db import connection, models
+
+from . import models as stored
+
+BLOCK = 1024 * 1024
+
+
+def write_raw(capture: stored.Capture, data: bytes) -> None:
+    """Store `data` as the saved capture's raw bytes (in the caller's
+    transaction); `capture.raw` is `data` afterwards."""
+    rows = stored.Capture.objects.filter(pk=capture.pk)
+    if connection.vendor != "sqlite" or not data:
+        rows.update(raw=data)
+    else:
+        view = memoryview(data)
+        blocks = (view[start : start + BLOCK] for start in range(0, len(data), BLOCK))
+        _fill(stored.Capture, "raw", capture.pk, len(data), blocks)
+    capture.raw = data
+
+
+def write_json_text(assembly: stored.Assembly, source: IO[bytes]) -> None:
+    """Store the UTF-8 JSON text in the file `source` (read from its start)
+    as the saved assembly's `result_json`, in the caller's transaction.  The
+    instance's value is left unloaded (read on access)."""
+    size = os.fstat(source.fileno()).st_size
+    source.seek(0)
+    if connection.vendor != "sqlite":
+        text = _decoded(source, size)
+        stored.Assembly.objects.filter(pk=assembly.pk).update(result_json=text)
+        del text
+    else:
+        blocks = iter(lambda: source.read(BLOCK), b"")
+        _fill(stored.Assembly, "result_json", assembly.pk, size, blocks)
+    assembly.__dict__.pop("result_json", None)  # deferred: a query when read
+
+
+def _decoded(source: IO[bytes], size: int) -> str:
+    """The file's text, decoded from a map of it (held once, as the str)."""
+    if not size:
+        return ""
+    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return str(view, "utf-8")
+
+
+def _fill(model: type[models.Model], column: str, pk: int, size: int, blocks) -> None:
+    """SQLite: the row's `column` (its table's last) sized with a zeroblob,
+    then written block by block."""
+    connection.ensure_connection()
+    table = model._meta.db_table
+    sql = f'UPDATE "{table}" SET "{column}" = zeroblob(%s) WHERE "id" = %s'
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [size, pk])
+    offset = 0
+    with connection.connection.blobopen(table, column, pk) as blob:
+        for block in blocks:
+            blob.write(block)
+            offset += len(block)
+    if offset != size:
+        raise ValueError(f"{column}: wrote {offset} bytes of {size}")
+
+
+__all__ = ["write_json_text", "write_raw"]

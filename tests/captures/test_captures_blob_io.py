@@ -1,0 +1,93 @@
+"""Large values are written without copies (`captures/blob_io.py`): on SQLite
+through incremental blob I/O into the last column of their table, a spilled
+result straight from its file; read back, they are what was written."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from inspector.assembly import POLICIES, read_stream
+from inspector.assembly.jsontext import dumps
+from inspector.captures import models
+from inspector.captures.intake import store_upload
+
+BEFORE = ("captures", "0016_frame_did")
+AFTER = ("captures", "0017_large_values_last")
+
+
+def _chat(delta: dict, finish: str | None = None) -> bytes:
+    chunk = {"model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+STREAM = b"".join(_chat({"content": f"w{n} é "}) for n in range(400)) + _chat({}, "stop")
+
+
+def _columns(table: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(f'PRAGMA table_info("{table}")')
+        return [row[1] for row in cursor.fetchall()]
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="column order matters on SQLite only")
+def test_the_large_values_end_their_tables():
+    """SQLite leaves a zeroblob unwritten only when no column after it holds
+    data: a column added after these puts the whole value back in memory once
+    per write.  Move the column last again as migration 0017 does.  (A table
+    Django rebuilds on SQLite ends with the self-referential foreign key,
+    null but in a minimized capture's row.)"""
+    capture = _columns("captures_capture")
+    assert capture[capture.index("raw") + 1 :] in ([], ["derived_from_id"])
+    assert _columns("captures_assembly")[-1] == "result_json"
+
+
+@pytest.mark.django_db
+def test_a_spilled_result_reads_back_as_the_assemblers_document(settings):
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 50
+    (capture,) = store_upload(STREAM, name="stream.sse")
+    _, results = read_stream(STREAM, "sse", POLICIES)
+    for policy, result in results.items():
+        assembly = models.Assembly.objects.get(capture=capture, policy=policy)
+        assert type(assembly.result_json) is str
+        assert assembly.result_json == dumps(result.to_dict()).decode()
+    assert bytes(models.Capture.objects.get(pk=capture.pk).raw) == STREAM
+    if connection.vendor == "sqlite":  # the blob path was the one taken
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT typeof(result_json) FROM captures_assembly WHERE capture_id = %s",
+                [capture.pk],
+            )
+            assert {row[0] for row in cursor.fetchall()} == {"blob"}
+
+
+def _migrate_to(target: tuple[str, str]):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([target])
+    apps = executor.loader.project_state([target]).apps
+    return apps.get_model("captures", "Capture"), apps.get_model("captures", "Assembly")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_moving_the_columns_keeps_what_they_hold_both_ways():
+    raw, document = b"data: {\x00}\n\n", '{"outcome":"ok","text":"\\u0000 \\\\ é"}'
+    try:
+        Capture, Assembly = _migrate_to(BEFORE)
+        capture = Capture.objects.create(
+            slug="kept", input_format="sse", stream_format="sse", outcome="ok", raw=raw
+        )
+        Assembly.objects.create(
+            capture=capture, policy="strict", outcome="ok", result_json=document
+        )
+        for target in (AFTER, BEFORE, AFTER):
+            Capture, Assembly = _migrate_to(target)
+            assert bytes(Capture.objects.get(slug="kept").raw) == raw
+            assert Assembly.objects.get(capture__slug="kept").result_json == document
+    finally:  # the later migrations back, for the tests that follow
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
