@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()  # before importing consumers/routing
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from inspector.access import websocket_application  # noqa: E402
+from inspector.daphne_requests import install_unparsed_form_bodies  # noqa: E402
 from inspector.input_guard import RefuseNulBytes  # noqa: E402
 from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
@@ -21,6 +22,8 @@ from inspector.static_files import StaticFilesApplication  # noqa: E402
 
 # daphne's access log prints whole query strings: ours redacts them (inspector/logs.py).
 install_daphne_access_log()
+# Twisted under daphne parsed every form upload whole for nothing (inspector/daphne_requests.py).
+install_unparsed_form_bodies()
 # A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
 if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
     watch_for_left_behind()

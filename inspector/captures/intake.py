@@ -26,6 +26,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -150,19 +151,16 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 with writing(), transaction.atomic():
                     writer.flush()
                 yield
-        capture, _ = writer.finish(planned.body, finished=False)
-        if not capture.title:
-            with writing(), transaction.atomic():
-                capture.title = readable_title(capture, planned.stream_label)
-                capture.save(update_fields=["title"])
+        label = planned.stream_label
+        writer.finish(planned.body, finished=False, untitled=partial(readable_title, label=label))
         yield
 
 
-def readable_title(capture: models.Capture, stream_label: str = "") -> str:
+def readable_title(capture: models.Capture, label: str = "") -> str:
     """The title of an upload given none (pasted text, an API body):
     "format · first model · time", e.g. "sse · gpt-4o-mini · 2026-12-01 19:40 UTC"."""
     when = capture.created.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    parts = [capture.input_format, capture.model, when, stream_label]
+    parts = [capture.input_format, capture.model, when, label]
     return " · ".join(part for part in parts if part)[:200]
 
 

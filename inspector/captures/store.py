@@ -12,7 +12,7 @@ import heapq
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby, islice, repeat
 from operator import itemgetter
 from typing import IO, Any
@@ -131,6 +131,7 @@ def close_capture(
     *,
     finished: bool = True,
     spills: dict[str, EventSpill] | None = None,
+    untitled: Callable[[models.Capture], str] | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Write what the assembly of a finished capture says (`model`: its
@@ -140,11 +141,16 @@ def close_capture(
     never holds the write lock for the whole update); the capture's summary
     and its assemblies in one last transaction.  Each step can be run again,
     so a capture whose closing failed stays live for `recover_live`.
-    `finished=False` (an upload) leaves `finished` unset."""
+    `finished=False` (an upload) leaves `finished` unset.  `untitled` names a
+    capture left without a title, from its summary: here, before its raw
+    bytes are written, since on SQLite any later UPDATE of the row builds
+    the whole row in memory again, raw bytes included."""
     _update_frame_marks(capture, results[STRICT])
     with writing(), transaction.atomic():
         for field, value in {**_summary(data, model, results), **_clean_meta(meta)}.items():
             setattr(capture, field, value)
+        if untitled is not None and not capture.title:
+            capture.title = _text(untitled(capture)[:200])
         if finished:
             capture.finished = timezone.now()
         capture.raw = b""

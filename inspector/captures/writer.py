@@ -21,6 +21,7 @@ a process that dies leaves it for `recover_live`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from inspector.assembly import AUTO_DIALECT, POLICIES, STRICT, Frame, StreamAssembler
@@ -150,10 +151,12 @@ class CaptureWriter:
         arrived_ms: float | None = None,
         *,
         finished: bool = True,
+        untitled: Callable[[models.Capture], str] | None = None,
         **meta: Any,
     ) -> tuple[models.Capture, list[Frame]]:
         """End of input: store the last frames, the assemblies and the
-        summary (`data`: the whole input, when the writer kept no bytes);
+        summary (`data`: the whole input, when the writer kept no bytes;
+        `untitled`: names a capture given no title, see `close_capture`);
         the capture and the frames the end completed."""
         if self.closed:
             raise RuntimeError("capture written to after it was finished")
@@ -170,6 +173,7 @@ class CaptureWriter:
                 self.stream.results,
                 finished=finished,
                 spills=self._spills,
+                untitled=untitled,
                 **meta,
             )
         finally:

@@ -8,6 +8,7 @@ import orjson
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test.utils import CaptureQueriesContext
 
 from inspector.assembly import POLICIES, read_stream
 from inspector.assembly.jsontext import dumps
@@ -91,3 +92,16 @@ def test_moving_the_columns_keeps_what_they_hold_both_ways():
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_no_update_of_an_uploads_row_follows_its_raw_bytes():
+    """On SQLite an UPDATE of any column builds the whole row in memory,
+    raw bytes included: an upload given no title is named before them."""
+    with CaptureQueriesContext(connection) as queries:
+        (capture,) = store_upload(STREAM)  # no name, no title: one is made
+    updates = [q["sql"] for q in queries if q["sql"].startswith('UPDATE "captures_capture"')]
+    last_raw = max(number for number, sql in enumerate(updates) if '"raw" =' in sql)
+    assert last_raw == len(updates) - 1, updates[last_raw:]
+    stored = models.Capture.objects.get(pk=capture.pk)
+    assert stored.title.startswith("sse · m · ") and bytes(stored.raw) == STREAM
