@@ -13,7 +13,7 @@ import re
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from itertools import groupby, islice, repeat
+from itertools import groupby, repeat
 from operator import itemgetter
 from typing import IO, Any
 
@@ -41,6 +41,7 @@ from . import models
 from .blob_io import write_json_text, write_raw
 from .call_forms import PATH_PIECES, call_columns, piece_states
 from .dialects import dialect_basis
+from .fast_rows import insert_rows
 from .frame_did import FrameDid, carries_text, did_by_frame
 from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
@@ -381,9 +382,7 @@ def _store_assembly(
         for row, call in zip(calls, result.calls, strict=True):
             if row.pk is None:  # a database that returns no ids from bulk_create
                 row = models.Call.objects.get(assembly=assembly, position=call.position)
-            fragments = _fragments(row, call)
-            while batch := list(islice(fragments, BATCH)):
-                models.Fragment.objects.bulk_create(batch)
+            insert_rows(models.Fragment, FRAGMENT_FIELDS, _fragment_rows(row, call))
     return assembly
 
 
@@ -430,25 +429,41 @@ def _documented(
     return document, result_file, spill.timelines, spill.prose
 
 
-def _fragments(row: models.Call, call: AssembledCall) -> Iterator[models.Fragment]:
-    """Each fragment with the scanner's state after it: a second, linear scan
-    of the call's arguments, done once here so pages never scan.  Made one
-    at a time (a call of 100k fragments is written a batch at a time)."""
+FRAGMENT_FIELDS = (
+    "call",
+    "seq",
+    "frame",
+    "offset",
+    "text",
+    "depth",
+    "in_string",
+    "complete",
+    "invalid_from",
+    "state",
+)
+
+
+def _fragment_rows(row: models.Call, call: AssembledCall) -> Iterator[tuple]:
+    """Each fragment with the scanner's state after it (the values of
+    FRAGMENT_FIELDS): a second, linear scan of the call's arguments, done
+    once here so pages never scan.  Made one at a time (a call of 100k
+    fragments is written a batch at a time)."""
     scanner = ArgumentScanner()
     states = None
     if row.argument_form == PATH_PIECES:
         states = piece_states([text for _, _, text in call.iter_fragments()])
     for seq, (frame, offset, text) in enumerate(call.iter_fragments()):
         scanner.feed(text)
-        yield models.Fragment(
-            call=row,
-            seq=seq,
-            frame=frame,
-            offset=offset,
-            text=_text(text),
-            depth=scanner.depth,
-            in_string=scanner.in_string,
-            complete=scanner.closed,
-            invalid_from=scanner.invalid_at,
-            state=states[seq] if states is not None else "",
+        state = states[seq] if states is not None else ""
+        yield (
+            row.pk,
+            seq,
+            frame,
+            offset,
+            _text(text),
+            scanner.depth,
+            scanner.in_string,
+            scanner.closed,
+            scanner.invalid_at,
+            state,
         )

@@ -1,0 +1,49 @@
+"""Rows written with the database's own fast path.
+
+`bulk_create` builds a model instance per row and an SQL expression per
+value: for a 100k-fragment upload that was 60% of the time, more than the
+database's own work (cProfile of `store_upload`).  Rows that are plain
+values (numbers, text, booleans, null) go to the driver as tuples instead:
+on SQLite one prepared INSERT run by `executemany`, on PostgreSQL `COPY ...
+FROM STDIN` through psycopg.  No ids come back; nothing is validated that
+the database does not check itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import Any
+
+from django.db import connection, models
+
+# Rows handed to one `executemany` (a batch is built, then freed).
+BATCH = 2000
+
+
+def insert_rows(
+    model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> None:
+    """Insert `rows` (tuples of the values of `fields`, in that order) into
+    `model`'s table, in the caller's transaction."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    columns = ", ".join(quote(model._meta.get_field(name).column) for name in fields)
+    if connection.vendor == "postgresql":
+        _copy(f"COPY {table} ({columns}) FROM STDIN", rows)
+        return
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
+    rows = iter(rows)
+    with connection.cursor() as cursor:
+        while batch := list(islice(rows, BATCH)):
+            cursor.executemany(sql, batch)
+
+
+def _copy(sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+__all__ = ["insert_rows"]
