@@ -63,8 +63,17 @@ def did_by_frame(
                     continue
                 seen["usage"] = item[1]
         if frame is not None and item is not None:
-            did.setdefault(frame, []).append(_without_nul(item))
+            did.setdefault(frame, []).append(_nul_free(item))
     return did
+
+
+def _nul_free(item: list[Any]) -> list[Any]:
+    """The item itself when none of its texts holds a NUL (the common case,
+    told without a call per part), else `_without_nul` of it."""
+    for part in item:
+        if (type(part) is str and "\x00" in part) or type(part) is list:
+            return _without_nul(item)
+    return item
 
 
 def _without_nul(value: Any) -> Any:
