@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from inspector.captures.pages.frames import live_frame_row
 from inspector.captures.pages.live_cards import Rendered
 from inspector.captures.records import RefusalRecord, refusal_record
+
+from .row_stamps import live_row_html
 
 if TYPE_CHECKING:
     from inspector.assembly.result import Refusal
@@ -75,8 +76,9 @@ def frame_entry(
 ) -> FrameEntry:
     """A frame as a viewer gets it: its row of the capture page's frames
     table (event name and JSON type, calls, marks, what it did, raw text,
-    permalink), rendered by the page's own template."""
-    html = live_frame_row(
+    permalink), rendered by the page's own template (through its shape's
+    stamp, `row_stamps`)."""
+    html = live_row_html(
         slug, number, kind, raw, arrived_ms, calls=calls, marks=marks, did=did, dialect=dialect
     )
     return {"number": number, "html": html}

@@ -16,11 +16,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django.db import transaction
+
 from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
 from inspector.captures.pages.live_cards import LiveCards
 from inspector.captures.store import open_capture
 from inspector.captures.writer import CaptureWriter
+from inspector.captures.writes import writing
 
 from .broadcast import (
     FinishedMessage,
@@ -47,7 +50,7 @@ class LiveCapture:
         hint: str | None = None,
         started: float | None = None,
     ) -> None:
-        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint)
+        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, fast_insert=True)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict
@@ -104,6 +107,31 @@ class LiveCapture:
         now = self.elapsed_ms()
         return self._message(self.writer.flush(now), now, throttle=throttle)
 
+    def append_reads(self, reads: list[tuple[bytes, float]]) -> FramesMessage | None:
+        """Take a batch of reads, each `(bytes, clock time it arrived)`; the
+        one message for all the frames they completed (no cards: `due_cards`
+        renders those once the frames went out).  The rows are rendered
+        before the transaction opens and the frames stored in one
+        transaction (one commit a batch); the message is only sent after
+        it, so a viewer is never told of a frame that is not stored."""
+        writer = self.writer
+        for data, arrived in reads:
+            writer.feed(data, self._elapsed_at(arrived))
+        frames = writer.take()
+        message = self._message(frames, self.elapsed_ms(), cards=False)
+        with writing(), transaction.atomic():
+            writer.store(frames)
+        return message
+
+    def due_cards(self) -> FramesMessage | None:
+        """The cards the throttle lets out now (`LiveCards.cards`), if any."""
+        if not self.rows.held_back:
+            return None
+        return self._message([], self.elapsed_ms(), throttle=True)
+
+    def _elapsed_at(self, moment: float) -> float:
+        return round((moment - self._started) * 1000, 3)
+
     @property
     def held_back(self) -> bool:
         """Whether some call's card was held back by the throttle."""
@@ -125,20 +153,25 @@ class LiveCapture:
             refusal_entry(self.stream.results[STRICT].refusal),
         )
 
-    def _message(self, frames: list, now: float, *, throttle: bool) -> FramesMessage | None:
-        """The rows of `frames` and of the calls that changed, rendered by
-        the capture page's templates (`LiveCards`); None when no frame came
-        and no card is due."""
+    def _message(
+        self, frames: list, now: float, *, throttle: bool = True, cards: bool = True
+    ) -> FramesMessage | None:
+        """The rows of `frames` (each stamped with its arrival time, `now`
+        when it has none) and, with `cards`, of the calls that changed,
+        rendered by the capture page's templates (`LiveCards`); None when no
+        frame came and no card is due."""
         self.rows.read()
         notes = self.rows.frame_notes(frame.number for frame in frames)
         slug = self.capture.slug
         did, dialect = self.writer.last_did, self.strict.dialect
+        times = self.writer.last_arrived_ms if frames else []
         entries = [
-            frame_entry(slug, f.number, f.kind.value, f.raw, now, calls=notes[f.number][0],
-                        marks=notes[f.number][1], did=did.get(f.number, []), dialect=dialect)
-            for f in frames
+            frame_entry(slug, f.number, f.kind.value, f.raw, now if at is None else at,
+                        calls=notes[f.number][0], marks=notes[f.number][1],
+                        did=did.get(f.number, []), dialect=dialect)
+            for f, at in zip(frames, times, strict=True)
         ]  # fmt: skip
-        cards = self.rows.cards(throttle=throttle)
+        cards = self.rows.cards(throttle=throttle) if cards else []
         if not entries and not cards:
             return None
         refusal = refusal_entry(self.strict.refusal)
