@@ -217,6 +217,31 @@ def merge_batches(first: FramesMessage, second: FramesMessage) -> FramesMessage:
     }
 
 
+# A viewer message's rows, at most (characters of HTML): daphne refuses to send a
+# websocket message over 1 MiB, and closes the viewer's socket (1011) when told to.
+MESSAGE_HTML = 256 * 1024
+
+
+def split_batch(message: FramesMessage, limit: int = MESSAGE_HTML) -> list[FramesMessage]:
+    """A batch's message as messages whose rows hold at most `limit`
+    characters of HTML each (one row may hold more), in order; the cards,
+    refusal and dialect note go with the last."""
+    parts: list[list[FrameEntry]] = [[]]
+    size = 0
+    for frame in message["frames"]:
+        if parts[-1] and size + len(frame["html"]) > limit:
+            parts.append([])
+            size = 0
+        parts[-1].append(frame)
+        size += len(frame["html"])
+    if len(parts) == 1:
+        return [message]
+    quiet = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
+    out: list[FramesMessage] = [{**message, **quiet, "frames": part} for part in parts[:-1]]
+    out.append({**message, "frames": parts[-1]})
+    return out
+
+
 # -- sending --------------------------------------------------------------------------------
 
 

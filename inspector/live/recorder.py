@@ -225,8 +225,8 @@ class Recorder:
             self._failed = True
             return
         group = broadcast.capture_group(self.slug)
-        if message is not None:
-            await broadcast.send(group, message)
+        for part in broadcast.split_batch(message) if message is not None else ():
+            await broadcast.send(group, part)
         if end or not self.live.held_back:
             return  # at the end, closing sends every card
         try:

@@ -139,11 +139,14 @@ def _shape(value: Any, values: list[Any], slots: dict) -> Any:
             values.append(value)
         return slot
     if kind is list or kind is tuple:
-        return (kind, *(_shape(item, values, slots) for item in value))
+        return (kind, tuple([_shape(item, values, slots) for item in value]))
     if kind is dict:
-        return (kind, *((name, _shape(item, values, slots)) for name, item in value.items()))
-    if dataclasses.is_dataclass(value):
-        return (kind, *(_shape(getattr(value, name), values, slots) for name in _fields(kind)))
+        return (kind, tuple([(name, _shape(item, values, slots)) for name, item in value.items()]))
+    names = _field_names.get(kind)
+    if names is None and dataclasses.is_dataclass(value):
+        names = _fields(kind)
+    if names is not None:
+        return (kind, tuple([_shape(getattr(value, name), values, slots) for name in names]))
     return (kind, value)  # None, bool, float: part of the shape as they are
 
 
