@@ -119,9 +119,10 @@ def append_frames(
 
     `fast` (a live recording's batches): through the database's fast path,
     not `bulk_create` (a model instance per row and an INSERT compiled per
-    batch cost several times the writing): COPY on PostgreSQL, one prepared
-    INSERT run for every row elsewhere; the JSON columns get the text the
-    ORM writes (`json.dumps`)."""
+    batch cost several times the writing): COPY on PostgreSQL, one INSERT of
+    up to 1,000 rows elsewhere (SQLite takes 32,766 parameters); the
+    JSON columns get the text the ORM writes (`json.dumps`)."""
+    per_insert = 1000
     offset = frames[0].number if frames else 0
     if not fast:
         _store_frames(capture, frames, arrived_ms, {}, {}, did or {}, offset=offset)
@@ -144,9 +145,13 @@ def append_frames(
                 for row in rows:
                     copy.write_row(row)
             return
-        insert = f"INSERT INTO {into} VALUES ({', '.join(['%s'] * len(names))})"
-        for start in range(0, len(rows), BATCH):
-            cursor.executemany(insert, rows[start : start + BATCH])
+        # One statement for many rows: `executemany` runs a step per row, and each
+        # hands the interpreter's lock over and waits to get it back.
+        one = f"({', '.join(['%s'] * len(names))})"
+        for start in range(0, len(rows), per_insert):
+            part = rows[start : start + per_insert]
+            values = [value for row in part for value in row]
+            cursor.execute(f"INSERT INTO {into} VALUES {', '.join([one] * len(part))}", values)
 
 
 def stored_did(result: Result) -> FrameDid:
