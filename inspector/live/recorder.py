@@ -227,7 +227,7 @@ class Recorder:
         group = broadcast.capture_group(self.slug)
         for part in broadcast.split_batch(message) if message is not None else ():
             await broadcast.send(group, part)
-        if end or not self.live.held_back:
+        if end or not self.live.card_due:
             return  # at the end, closing sends every card
         try:
             cards = await self._in_thread(self.live.due_cards)()

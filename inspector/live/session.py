@@ -125,9 +125,14 @@ class LiveCapture:
 
     def due_cards(self) -> FramesMessage | None:
         """The cards the throttle lets out now (`LiveCards.cards`), if any."""
-        if not self.rows.held_back:
+        if not self.rows.card_due:
             return None
         return self._message([], self.elapsed_ms(), throttle=True)
+
+    @property
+    def card_due(self) -> bool:
+        """Whether `due_cards` has a card to render now."""
+        return self.rows.card_due
 
     def _elapsed_at(self, moment: float) -> float:
         return round((moment - self._started) * 1000, 3)

@@ -218,6 +218,14 @@ class LiveCards:
         """Whether a call changed since its card was last rendered."""
         return bool(self._changed)
 
+    @property
+    def card_due(self) -> bool:
+        """Whether `cards()` (throttled) would render a card now."""
+        now = self.clock()
+        if not self._changed or now < self._cards_free_at:
+            return False
+        return any(now - self._last_render(p) >= RENDER_INTERVAL for p in self._changed)
+
     def cards(self, *, every: bool = False, throttle: bool = True) -> list[Rendered]:
         """The cards of the calls changed since they were last rendered
         (`every`: of the newest CALLS_PER_PAGE calls, as many as a page of
