@@ -13,14 +13,22 @@ The ORM calls here are synchronous; async callers wrap them in
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from django.db import transaction
+from django.template.loader import get_template
 
 from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
-from inspector.captures.pages.live_cards import LiveCards
+from inspector.captures.pages.frames import ROW_TEMPLATE
+from inspector.captures.pages.live_cards import (
+    CARD_TEMPLATE,
+    DIALECT_TEMPLATE,
+    REFUSAL_TEMPLATE,
+    LiveCards,
+)
 from inspector.captures.store import open_capture
 from inspector.captures.writer import CaptureWriter
 from inspector.captures.writes import writing
@@ -34,6 +42,15 @@ from .broadcast import (
     frames_message,
     refusal_entry,
 )
+
+
+@functools.cache
+def warm_up() -> None:
+    """Load (compile) the templates the live rows and cards are rendered
+    with, once a process, when its first live capture opens: else the first
+    frames of the first stream wait tens of milliseconds for it."""
+    for name in (ROW_TEMPLATE, CARD_TEMPLATE, REFUSAL_TEMPLATE, DIALECT_TEMPLATE):
+        get_template(name)
 
 
 class LiveCapture:
@@ -57,6 +74,7 @@ class LiveCapture:
         self._clock = clock
         self._started = clock() if started is None else started
         self.rows = LiveCards(capture.slug, self.strict)
+        warm_up()
 
     @classmethod
     def open(
