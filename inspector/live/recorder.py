@@ -3,13 +3,13 @@ ingest) stores and publishes what it receives through this module.
 
 A stream read in a server task (the proxy's relay, the ingest socket) is
 recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
-recorder task feeds the queue to a `LiveCapture` (sync ORM, in a
-thread of the recording's own) while the reader is idle, then publishes the batch to the
-capture's viewers (`broadcast`).  The capture's `arrived_ms` are the reads'
-arrival times, counted from the moment the request was sent upstream,
-however far the recorder lags behind.  HTTP ingest, one request per append,
-uses the sync functions at the end (`open_ingest`, `append_sync`,
-`close_sync`).
+recorder task feeds the queue to a `LiveCapture` in batches of a few
+milliseconds (sync ORM, in the recording's writing thread), then publishes
+each batch to the capture's viewers (`broadcast`).  The capture's
+`arrived_ms` are the reads' arrival times, counted from the moment the
+request was sent upstream, however far the recorder lags behind.  HTTP
+ingest, one request per append, uses the sync functions at the end
+(`open_ingest`, `append_sync`, `close_sync`).
 
 What is stored passes through `redact.StreamScrubber` first: a secret of
 the request that the upstream quotes back is never kept.
@@ -104,8 +104,9 @@ class Recorder:
     the `LiveCapture` in batches (FLUSH_SECONDS: all the reads waiting, in
     one transaction) and publishes one message for each batch, so a viewer
     gets a message every few milliseconds while the stream flows, and no
-    flood when the recorder falls behind.  `finish()` drains the queue, closes the capture and
-    publishes the closing messages.  Subclasses say how the capture opens.
+    flood when the recorder falls behind.  `finish()` drains the queue,
+    closes the capture and publishes the closing messages.  Subclasses say
+    how the capture opens.
     """
 
     source = models.Capture.Source.INGEST

@@ -1,10 +1,11 @@
 """A capture recorded while its bytes arrive.
 
 Intake (the proxy, the ingest socket and endpoint) hands raw bytes to a
-`LiveCapture` as it reads them.  Each `append` runs the bytes through the
-same one-pass assembler an upload uses, stores the frames it completed with
+`LiveCapture` as it reads them.  Each `append` (one HTTP append) or
+`append_reads` (a recorder's batch of reads) runs the bytes through the same
+one-pass assembler an upload uses, stores the frames they completed with
 their arrival times, and returns one batch message describing them, for the
-channel layer to fan out.  One message per read, never one per fragment,
+channel layer to fan out.  One message per batch, never one per fragment,
 so a fast stream cannot overflow a channel's capacity.
 
 The ORM calls here are synchronous; async callers wrap them in
