@@ -11,8 +11,12 @@ are this process's `time.perf_counter()`.
     .venv/bin/python bench/live_viewer.py --frames 20000 --rate 2000
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/live_viewer.py --viewer-process
 
-Prints p50/p95/p99/max latency, frames lost and frames seen twice; targets:
-p99 <= 50 ms, 0 lost.  Figures also go to bench-results/live_viewer.json.
+    .venv/bin/python bench/live_viewer.py --captures 20 --rate 500   # 20 at once
+
+Prints the rate asked and achieved, p50/p95/p99/max latency, frames lost and
+seen twice, and how long after the last frame was sent the viewer had it;
+targets (issue 13): p99 <= 20 ms, the last frame <= 100 ms, 0 lost.
+Figures also go to bench-results/live_viewer.json.
 Only 127.0.0.1 is ever contacted.
 """
 
@@ -36,7 +40,8 @@ from server import daphne as daphne_server
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET_P99_MS = 50.0
+TARGET_P99_MS = 20.0  # issue 13
+TARGET_DONE_MS = 100.0  # the viewer has the last frame this soon after it was sent
 
 
 # --- the stream ---------------------------------------------------------------------------
@@ -81,14 +86,17 @@ def daphne(env: dict[str, str], log_path: Path):
 # --- the run ------------------------------------------------------------------------------
 
 
-async def run(
+async def one_capture(
     ingest_base: str,
     viewer_base: str,
     stream: list[bytes],
     rate: float,
     limit: float,
     batch: float,
-):
+    start_at: float,
+) -> dict:
+    """One capture: opened, watched, sent at `rate` from `start_at` (so that
+    several start together), closed."""
     sent: list[float | None] = [None] * len(stream)
     received: dict[int, float] = {}
     repeats = 0
@@ -119,36 +127,14 @@ async def run(
                         return
 
             watcher = asyncio.ensure_future(watch())
+            await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
             start = time.perf_counter()
-            number = 0
-            while number < len(stream):
-                due = start + number / rate
-                delay = due - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                # The frames due by now: one, or with --batch-ms what a reader of an
-                # upstream would have got in one read.  Each frame's latency counts
-                # from its due time, so waiting for a batch is part of it.
-                now = time.perf_counter()
-                last = number
-                while batch and last + 1 < len(stream) and start + (last + 1) / rate <= now + batch:
-                    last += 1
-                if batch:
-                    remaining = start + last / rate - time.perf_counter()
-                    if remaining > 0:
-                        await asyncio.sleep(remaining)
-                await ingest.send(b"".join(stream[number : last + 1]))
-                handed = time.perf_counter()
-                for n in range(number, last + 1):
-                    sent[n] = start + n / rate if batch else handed
-                number = last + 1
-                if handed - start > limit:
-                    print(f"stopped sending after {limit} s at frame {number}", file=sys.stderr)
-                    break
+            await send_paced(ingest, stream, sent, rate, limit, batch, start)
             send_seconds = time.perf_counter() - start
+            last_sent = max(t for t in sent if t is not None)
             await ingest.send(orjson.dumps({"close": True}).decode())
             closed = orjson.loads(await asyncio.wait_for(ingest.recv(), limit + 60))
-            close_wait = time.perf_counter() - start - send_seconds
+            close_wait = time.perf_counter() - last_sent
             try:
                 await asyncio.wait_for(watcher, 30)
             except TimeoutError:
@@ -167,6 +153,59 @@ async def run(
     }
 
 
+async def send_paced(
+    ingest, stream: list[bytes], sent: list, rate: float, limit: float, batch: float, start: float
+) -> None:
+    """Send the stream at `rate`: frame n is due at start + n / rate, and all
+    frames due by now go out at once, one message each (or, with `batch`,
+    one message per `batch` seconds of frames), so the achieved rate is the
+    one asked for even when a sleep or a send takes longer than a frame's
+    share.  A frame's send time is when it was handed to the socket (with
+    `batch`, when it was due: waiting for the batch is part of its latency)."""
+    number = 0
+    while number < len(stream):
+        delay = start + number / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        now = time.perf_counter()
+        due = min(len(stream), int((now - start) * rate) + 1)  # frames due by now
+        if batch:
+            due = min(len(stream), max(due, int((now + batch - start) * rate) + 1))
+            remaining = start + (due - 1) / rate - time.perf_counter()
+            if remaining > 0:
+                await asyncio.sleep(remaining)
+            await ingest.send(b"".join(stream[number:due]))
+            for n in range(number, due):
+                sent[n] = start + n / rate
+        else:
+            for n in range(number, max(due, number + 1)):
+                await ingest.send(stream[n])
+                sent[n] = time.perf_counter()
+            due = max(due, number + 1)
+        number = due
+        if time.perf_counter() - start > limit:
+            print(f"stopped sending after {limit} s at frame {number}", file=sys.stderr)
+            return
+
+
+async def run(
+    ingest_base: str,
+    viewer_base: str,
+    stream: list[bytes],
+    rate: float,
+    limit: float,
+    batch: float,
+    captures: int = 1,
+) -> list[dict]:
+    """`captures` captures at once, each sent at `rate`."""
+    start_at = time.perf_counter() + 0.5 + 0.05 * captures  # all open and watched by then
+    runs = [
+        one_capture(ingest_base, viewer_base, stream, rate, limit, batch, start_at)
+        for _ in range(captures)
+    ]
+    return await asyncio.gather(*runs)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -175,10 +214,94 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def summary(results: list[dict], args: argparse.Namespace) -> dict:
+    """The figures of all captures together (latencies pooled)."""
+    latencies: list[float] = []
+    by_latency: list[tuple[float, int]] = []
+    lost: list[int] = []
+    rates, done_after, close_after = [], [], []
+    for result in results:
+        sent, received = result["sent"], result["received"]
+        pushed = [n for n, t in enumerate(sent) if t is not None]
+        latencies += [(received[n] - sent[n]) * 1000 for n in pushed if n in received]
+        by_latency += [
+            (round((received[n] - sent[n]) * 1000, 1), n) for n in pushed if n in received
+        ]
+        lost += [n for n in pushed if n not in received]
+        first, last = sent[pushed[0]], sent[pushed[-1]]
+        rates.append((len(pushed) - 1) / (last - first) if last > first else float("nan"))
+        # The server is done with the stream when the viewer has its last frame.
+        done_after.append((max(received.values(), default=float("nan")) - last) * 1000)
+        close_after.append(result["close_wait"] * 1000)
+    by_latency.sort(reverse=True)
+    return {
+        "captures": len(results),
+        "frames": sum(len([t for t in r["sent"] if t is not None]) for r in results),
+        "rate_asked": args.rate,
+        "rate_achieved": round(statistics.fmean(rates), 1),  # per capture, mean
+        "rate_achieved_min": round(min(rates), 1),
+        "batch_ms": args.batch_ms,
+        "viewer_messages": sum(r["messages"] for r in results),
+        # When the viewer had the last frame, after it was sent (the worst capture).
+        "done_after_last_frame_ms": round(max(done_after), 1),
+        # How long the server took to answer `close` after the last frame was sent: its
+        # backlog plus closing the capture (writing the assemblies).
+        "ingest_backlog_ms": round(max(close_after), 1),
+        "frames_lost": len(lost),
+        "frames_twice": sum(r["repeats"] for r in results),
+        "outcome": sorted({str(r["outcome"]) for r in results}),
+        "p50_ms": round(percentile(latencies, 50), 2),
+        "p95_ms": round(percentile(latencies, 95), 2),
+        "p99_ms": round(percentile(latencies, 99), 2),
+        "max_ms": round(max(latencies), 2) if latencies else None,
+        "mean_ms": round(statistics.fmean(latencies), 2) if latencies else None,
+        "slowest": [{"frame": n, "ms": ms} for ms, n in by_latency[:5]],
+        "database": "sqlite (temporary file)" if not args.database_url else "DATABASE_URL",
+        "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
+        "viewer_process": "second daphne" if args.viewer_process else "same daphne",
+    }
+
+
+def report(figures: dict, args: argparse.Namespace) -> bool:
+    """Print the figures; whether the targets are met."""
+    met = (
+        figures["p99_ms"] <= TARGET_P99_MS
+        and figures["done_after_last_frame_ms"] <= TARGET_DONE_MS
+        and not figures["frames_lost"]
+        and not figures["frames_twice"]
+    )
+    print(
+        f"live viewer latency, {figures['captures']} capture(s)"
+        f" x {figures['frames'] // figures['captures']}"
+        f" frames at {args.rate:g}/s asked ({figures['rate_achieved']}/s achieved, slowest"
+        f" {figures['rate_achieved_min']}/s), {figures['channel_layer']} channel layer,"
+    )
+    how = f"{args.batch_ms:g} ms reads per message" if args.batch_ms else "one frame per message"
+    print(f"  {how}, {figures['viewer_process']}, {figures['database']}")
+    print(
+        f"  viewer messages {figures['viewer_messages']}  outcome {figures['outcome']}  "
+        f"viewer had the last frame {figures['done_after_last_frame_ms']} ms after it was sent; "
+        f"close answered {figures['ingest_backlog_ms']} ms after it"
+    )
+    print(
+        f"  latency ms: p50 {figures['p50_ms']}  p95 {figures['p95_ms']}  "
+        f"p99 {figures['p99_ms']}  max {figures['max_ms']}  mean {figures['mean_ms']}"
+    )
+    print(f"  frames lost {figures['frames_lost']}  frames seen twice {figures['frames_twice']}")
+    slowest = ", ".join(f"#{s['frame']} {s['ms']} ms" for s in figures["slowest"])
+    print(f"  slowest frames: {slowest}")
+    print(
+        f"  target p99 <= {TARGET_P99_MS:g} ms, last frame <= {TARGET_DONE_MS:g} ms after it was"
+        f" sent, 0 lost: {'met' if met else 'MISSED'}"
+    )
+    return met
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=5000, help="frames in the stream (5000)")
     parser.add_argument("--rate", type=float, default=1000.0, help="frames per second (1000)")
+    parser.add_argument("--captures", type=int, default=1, help="captures at once, each at --rate")
     parser.add_argument("--limit", type=float, default=60.0, help="stop sending after S seconds")
     parser.add_argument(
         "--batch-ms",
@@ -216,59 +339,22 @@ def main() -> None:
             viewer_base = ingest_base
             if args.viewer_process:
                 viewer_base = stack.enter_context(daphne({**env, "BENCH_PROCESS": "B"}, log))
-            result = asyncio.run(
-                run(ingest_base, viewer_base, stream, args.rate, args.limit, args.batch_ms / 1000)
+            results = asyncio.run(
+                run(
+                    ingest_base,
+                    viewer_base,
+                    stream,
+                    args.rate,
+                    args.limit,
+                    args.batch_ms / 1000,
+                    args.captures,
+                )
             )
         log_tail = log.read_text(errors="replace")[-2000:]
 
-    sent, received = result["sent"], result["received"]
-    pushed = [n for n, t in enumerate(sent) if t is not None]
-    latencies = [(received[n] - sent[n]) * 1000 for n in pushed if n in received]
-    lost = [n for n in pushed if n not in received]
-    by_latency = sorted(
-        ((round((received[n] - sent[n]) * 1000, 1), n) for n in pushed if n in received),
-        reverse=True,
-    )
-    figures = {
-        "frames": len(pushed),
-        "rate_asked": args.rate,
-        "rate_achieved": round(len(pushed) / result["send_seconds"], 1),
-        "batch_ms": args.batch_ms,
-        "viewer_messages": result["messages"],
-        # How long the server took to answer `close` after the last frame was sent: its backlog.
-        "ingest_backlog_ms": round(result["close_wait"] * 1000, 1),
-        "frames_lost": len(lost),
-        "frames_twice": result["repeats"],
-        "outcome": result["outcome"],
-        "p50_ms": round(percentile(latencies, 50), 2),
-        "p95_ms": round(percentile(latencies, 95), 2),
-        "p99_ms": round(percentile(latencies, 99), 2),
-        "max_ms": round(max(latencies), 2) if latencies else None,
-        "mean_ms": round(statistics.fmean(latencies), 2) if latencies else None,
-        "slowest": [{"frame": n, "ms": ms} for ms, n in by_latency[:5]],
-        "database": "sqlite (temporary file)" if not args.database_url else "DATABASE_URL",
-        "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
-        "viewer_process": "second daphne" if args.viewer_process else "same daphne",
-    }
-    met = figures["p99_ms"] <= TARGET_P99_MS and not lost and not result["repeats"]
-    print(f"live viewer latency, {figures['frames']} frames at {args.rate:g}/s asked", end="")
-    print(f" ({figures['rate_achieved']}/s achieved), {figures['channel_layer']} channel layer,")
-    how = f"{args.batch_ms:g} ms reads per message" if args.batch_ms else "one frame per message"
-    print(f"  {how}, {figures['viewer_process']}, {figures['database']}")
-    print(
-        f"  viewer messages {figures['viewer_messages']}  outcome {figures['outcome']}  "
-        f"ingest backlog at close {figures['ingest_backlog_ms']} ms"
-    )
-    print(
-        f"  latency ms: p50 {figures['p50_ms']}  p95 {figures['p95_ms']}  "
-        f"p99 {figures['p99_ms']}  max {figures['max_ms']}  mean {figures['mean_ms']}"
-    )
-    print(f"  frames lost {figures['frames_lost']}  frames seen twice {figures['frames_twice']}")
-    slowest = ", ".join(f"#{s['frame']} {s['ms']} ms" for s in figures["slowest"])
-    print(f"  slowest frames: {slowest}")
-    print(f"  target p99 <= {TARGET_P99_MS:g} ms and 0 lost: {'met' if met else 'MISSED'}")
-    if lost:
-        print(f"  first lost frames: {lost[:10]}", file=sys.stderr)
+    figures = summary(results, args)
+    met = report(figures, args)
+    if figures["frames_lost"] or "1011" in log_tail or "Traceback" in log_tail:
         print(log_tail, file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

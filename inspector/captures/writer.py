@@ -4,9 +4,10 @@ recordings (`live/session.LiveCapture`) and of uploads (`intake.py`).
 `feed(bytes)` runs the bytes through the assembler (every policy, one pass)
 and holds the frames they completed; `flush()` stores the held frames;
 `finish()` stores the rest, the assemblies and the capture's summary.  The
-caller decides the transactions: a live recording flushes every read, an
-upload every INSPECTOR_UPLOAD_BATCH_FRAMES frames, each in a transaction of
-its own, so no capture holds the database's write lock for longer than one
+caller decides the transactions: a live recording stores each batch of
+reads (`take` then `store`, the rows rendered in between, outside the
+transaction), an upload every INSPECTOR_UPLOAD_BATCH_FRAMES frames, each in
+a transaction of its own, so no capture holds the database's write lock for longer than one
 batch, and memory holds one batch of frames, not the stream's.
 
 An upload (`spill=True`) also writes each batch's events down as the batch
@@ -48,8 +49,10 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
+        fast_insert: bool = False,
     ) -> None:
         self.capture = capture
+        self._fast_insert = fast_insert  # frames through the database's fast path (live)
         self.stream = StreamAssembler(capture.stream_format, POLICIES, dialect=dialect, hint=hint)
         # Why the stream is read in its dialect, told as the frames arrive.
         self._dialect_request = (dialect, hint)
@@ -59,12 +62,14 @@ class CaptureWriter:
         self.model = ""
         self.closed = False
         self.pending: list[Frame] = []
+        self._pending_ms: list[float | None] = []  # the arrival time of each pending frame
         self._keep_bytes = keep_bytes
         self._chunks: list[bytes] = []
         self._spills = {policy: EventSpill() for policy in POLICIES} if spill else None
         self._events_filed = 0  # strict events already filed by frame (`_frames_did`)
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
+        self.last_arrived_ms: list[float | None] = []  # when each of them arrived
 
     @classmethod
     def open(
@@ -84,14 +89,15 @@ class CaptureWriter:
     def slug(self) -> str:
         return self.capture.slug
 
-    def feed(self, data: bytes) -> list[Frame]:
-        """Assemble the next bytes; the frames they completed, held until
-        `flush`."""
+    def feed(self, data: bytes, arrived_ms: float | None = None) -> list[Frame]:
+        """Assemble the next bytes (arrived at `arrived_ms`); the frames they
+        completed, held until `flush`."""
         self.byte_size += len(data)
         if self._keep_bytes:
             self._chunks.append(data)
         frames = self.stream.feed(data)
         self.pending.extend(frames)
+        self._pending_ms.extend([arrived_ms] * len(frames))
         return frames
 
     def replay(self, data: bytes) -> int:
@@ -99,7 +105,7 @@ class CaptureWriter:
         stored them): the assembler catches up, nothing is written, and the
         next frames are numbered after them.  The frames it read again."""
         frames = self.feed(data)
-        self.pending = []
+        self.pending, self._pending_ms = [], []
         self._frames_did()  # their events were filed by the process that stored them
         if frames and not self.model:
             self.model = model_name(frames)
@@ -108,21 +114,39 @@ class CaptureWriter:
         return len(frames)
 
     def flush(self, arrived_ms: float | None = None) -> list[Frame]:
-        """Store the held frames (all arrived at `arrived_ms`); them."""
-        frames, self.pending = self.pending, []
-        did = self.last_did = self._frames_did()
-        if frames:
-            append_frames(self.capture, frames, [arrived_ms] * len(frames), did)
-            if not self.model:
-                self.model = model_name(frames)
-            if self.basis == ASSUMED:
-                self.basis = dialect_basis(frames, *self._dialect_request)
-            self._store_dialect()
+        """Store the held frames (all arrived at `arrived_ms`, when given;
+        else each when it was fed); them."""
+        frames = self.take(arrived_ms)
+        self.store(frames)
         if self._spills is not None:
             for policy, assembler in self.stream.assemblers.items():
                 self._spills[policy].add(assembler.events.drain())
             self.stream.compact()
         return frames
+
+    def take(self, arrived_ms: float | None = None) -> list[Frame]:
+        """The held frames, ready to `store`: what they did (`last_did`),
+        when they arrived (`last_arrived_ms`), the model and dialect basis
+        they tell.  Nothing is written: a live recording renders their rows
+        before its transaction opens."""
+        frames, self.pending = self.pending, []
+        times, self._pending_ms = self._pending_ms, []
+        self.last_did = self._frames_did()
+        self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
+        if frames:
+            if not self.model:
+                self.model = model_name(frames)
+            if self.basis == ASSUMED:
+                self.basis = dialect_basis(frames, *self._dialect_request)
+        return frames
+
+    def store(self, frames: list[Frame]) -> None:
+        """Write the frames the last `take` gave (and the dialect they tell)."""
+        if frames:
+            append_frames(
+                self.capture, frames, self.last_arrived_ms, self.last_did, fast=self._fast_insert
+            )
+            self._store_dialect()
 
     def _store_dialect(self) -> None:
         """The dialect the frames are read in, written as soon as it is known
@@ -161,7 +185,9 @@ class CaptureWriter:
         if self.closed:
             raise RuntimeError("capture written to after it was finished")
         self.closed = True
-        self.pending.extend(self.stream.close())
+        closing = self.stream.close()
+        self.pending.extend(closing)
+        self._pending_ms.extend([arrived_ms] * len(closing))
         last = self.flush(arrived_ms)
         raw = b"".join(self._chunks) if data is None else data
         meta.setdefault("dialect_basis", self.basis)

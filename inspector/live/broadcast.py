@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from inspector.captures.pages.frames import live_frame_row
 from inspector.captures.pages.live_cards import Rendered
 from inspector.captures.records import RefusalRecord, refusal_record
+
+from .row_stamps import live_row_html
 
 if TYPE_CHECKING:
     from inspector.assembly.result import Refusal
@@ -75,8 +76,9 @@ def frame_entry(
 ) -> FrameEntry:
     """A frame as a viewer gets it: its row of the capture page's frames
     table (event name and JSON type, calls, marks, what it did, raw text,
-    permalink), rendered by the page's own template."""
-    html = live_frame_row(
+    permalink), rendered by the page's own template (through its shape's
+    stamp, `row_stamps`)."""
+    html = live_row_html(
         slug, number, kind, raw, arrived_ms, calls=calls, marks=marks, did=did, dialect=dialect
     )
     return {"number": number, "html": html}
@@ -213,6 +215,31 @@ def merge_batches(first: FramesMessage, second: FramesMessage) -> FramesMessage:
         "refusal_html": second["refusal_html"] or first["refusal_html"],
         "dialect_html": second["dialect_html"] or first["dialect_html"],
     }
+
+
+# A viewer message's rows, at most (characters of HTML): daphne refuses to send a
+# websocket message over 1 MiB, and closes the viewer's socket (1011) when told to.
+MESSAGE_HTML = 256 * 1024
+
+
+def split_batch(message: FramesMessage, limit: int = MESSAGE_HTML) -> list[FramesMessage]:
+    """A batch's message as messages whose rows hold at most `limit`
+    characters of HTML each (one row may hold more), in order; the cards,
+    refusal and dialect note go with the last."""
+    parts: list[list[FrameEntry]] = [[]]
+    size = 0
+    for frame in message["frames"]:
+        if parts[-1] and size + len(frame["html"]) > limit:
+            parts.append([])
+            size = 0
+        parts[-1].append(frame)
+        size += len(frame["html"])
+    if len(parts) == 1:
+        return [message]
+    quiet = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
+    out: list[FramesMessage] = [{**message, **quiet, "frames": part} for part in parts[:-1]]
+    out.append({**message, "frames": parts[-1]})
+    return out
 
 
 # -- sending --------------------------------------------------------------------------------

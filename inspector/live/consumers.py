@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import orjson
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 
@@ -26,7 +27,23 @@ from .recorder import SocketRecording
 from .snapshot import DONE, SnapshotPager
 
 
-class JsonConsumer(AsyncJsonWebsocketConsumer):
+class NoDatabaseDispatch:
+    """Messages of the types in `no_database` go to their handler without
+    channels' `aclose_old_connections()` first: a call into the one shared
+    sync thread per message, which a handler that never touches the
+    database doesn't need (thousands a second on a fast stream, each
+    waiting its turn behind any other consumer's database call)."""
+
+    no_database: frozenset[str] = frozenset()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] in self.no_database:
+            await getattr(self, get_handler_name(message))(message)
+        else:
+            await super().dispatch(message)
+
+
+class JsonConsumer(NoDatabaseDispatch, AsyncJsonWebsocketConsumer):
     """orjson as the websocket codec."""
 
     @classmethod
@@ -48,6 +65,8 @@ class CaptureConsumer(JsonConsumer):
     """
 
     paging: asyncio.Task | None = None
+    # Live messages are forwarded, never read from the database.
+    no_database = frozenset({"capture.frames", "capture.finished"})
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -114,7 +133,7 @@ class CaptureListConsumer(JsonConsumer):
         await self.send_json({**message, "type": "changed"})
 
 
-class IngestConsumer(AsyncWebsocketConsumer):
+class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
     """`/ws/ingest/`: push a stream's raw bytes as you read them.
 
     Send one text message `{"open": {"title": ..., "format": "sse"|"jsonl"}}`,
@@ -127,6 +146,8 @@ class IngestConsumer(AsyncWebsocketConsumer):
     (`closed`) and the socket closed with 1009.
     """
 
+    # Its reads only queue: the recording writes in a thread of its own.
+    no_database = frozenset({"websocket.receive"})
     recording: SocketRecording | None = None
     closed = False
     received = 0  # bytes appended: held to INSPECTOR_MAX_UPLOAD_BYTES in all

@@ -3,13 +3,13 @@ ingest) stores and publishes what it receives through this module.
 
 A stream read in a server task (the proxy's relay, the ingest socket) is
 recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
-recorder task feeds the queue to a `LiveCapture` (sync ORM, in a
-thread of the recording's own) while the reader is idle, then publishes the batch to the
-capture's viewers (`broadcast`).  The capture's `arrived_ms` are the reads'
-arrival times, counted from the moment the request was sent upstream,
-however far the recorder lags behind.  HTTP ingest, one request per append,
-uses the sync functions at the end (`open_ingest`, `append_sync`,
-`close_sync`).
+recorder task feeds the queue to a `LiveCapture` in batches of a few
+milliseconds (sync ORM, in the recording's writing thread), then publishes
+each batch to the capture's viewers (`broadcast`).  The capture's
+`arrived_ms` are the reads' arrival times, counted from the moment the
+request was sent upstream, however far the recorder lags behind.  HTTP
+ingest, one request per append, uses the sync functions at the end
+(`open_ingest`, `append_sync`, `close_sync`).
 
 What is stored passes through `redact.StreamScrubber` first: a secret of
 the request that the upstream quotes back is never kept.
@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -44,27 +43,30 @@ from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
 
-# Reads that arrive this close together are stored as one (a burst of small
-# reads costs one assembler call and one INSERT, not thousands); each frame's
-# arrival time is then that of the group's last read, never earlier than the
-# frame's true arrival and at most this much later.
+# Reads that arrive this close together are fed to the assembler as one (a
+# burst of small reads costs one assembler call); each frame's arrival time
+# is then that of the group's last read, never earlier than the frame's true
+# arrival and at most this much later.
 MERGE_SECONDS = 0.001
-# The recorder works while the relay is idle: it waits until no read has come
-# for this long (or until this many reads are waiting), so during a burst the
-# relay doesn't share the interpreter with it.
-QUIET_SECONDS = 0.002
-MAX_BACKLOG = 2000
-# ...but a steady stream (a read every millisecond) is never quiet for that
-# long, and its viewers would wait for the whole burst: a read waits at most
-# this long before it is stored and published.
-MAX_WAIT_SECONDS = 0.010
+# The reads are stored and published in batches, by time and by size: a
+# batch closes when its first read has waited FLUSH_SECONDS, or when
+# FLUSH_READS reads or FLUSH_BYTES bytes wait, whichever comes first.  Each
+# batch costs one INSERT, one commit and one viewer message, however many
+# frames it holds; a read is durable (committed) within FLUSH_SECONDS plus
+# one batch's work, far inside issue 12's second.  A recorder that falls
+# behind takes everything waiting at once, so it catches up in a few large
+# batches rather than a flood of small ones.
+FLUSH_SECONDS = 0.004
+FLUSH_READS = 500
+FLUSH_BYTES = 1 << 20
 # Attempts of a retry chain that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
 
 
 class PinnedClock:
-    """`time.monotonic`, unless a time is pinned: the recorder pins each
-    read's arrival time while it appends that read."""
+    """`time.monotonic`, unless a time is pinned: a recording's capture
+    starts its clock at the time pinned when it opens (the request sent
+    upstream)."""
 
     __slots__ = ("pinned",)
 
@@ -99,11 +101,12 @@ class Recorder:
     """One capture recorded from bytes read in a server task.
 
     `feed(bytes, arrival)` only queues; a task appends the queued reads to
-    the `LiveCapture` (all the reads waiting, in one transaction) and
-    publishes one batch message for them (`broadcast.merge_batches`), so a
-    viewer gets a message per read while the recorder keeps up, and no flood
-    when it doesn't.  `finish()` drains the queue, closes the capture and
-    publishes the closing messages.  Subclasses say how the capture opens.
+    the `LiveCapture` in batches (FLUSH_SECONDS: all the reads waiting, in
+    one transaction) and publishes one message for each batch, so a viewer
+    gets a message every few milliseconds while the stream flows, and no
+    flood when the recorder falls behind.  `finish()` drains the queue,
+    closes the capture and publishes the closing messages.  Subclasses say
+    how the capture opens.
     """
 
     source = models.Capture.Source.INGEST
@@ -123,7 +126,6 @@ class Recorder:
         self._scrubber = redact.StreamScrubber(secrets)
         self._queue: asyncio.Queue = asyncio.Queue()
         self._opened = asyncio.Event()
-        self._last_feed = 0.0
         self._failed = False
         self._task: asyncio.Task | None = None
         self._finishing: asyncio.Task | None = None
@@ -167,7 +169,6 @@ class Recorder:
         """Last touches to the capture row when it closes (sync ORM)."""
 
     def feed(self, data: bytes, arrived: float) -> None:
-        self._last_feed = arrived
         self._queue.put_nowait((data, arrived))
 
     def _create(self) -> None:
@@ -210,17 +211,32 @@ class Recorder:
             end = items[-1] is None
             reads = [item for item in items if item is not None]
             if (reads or end) and not self._failed:
-                try:
-                    batches = await self._in_thread(self._append)(reads, end)
-                except Exception:  # noqa: BLE001 - the relay goes on unrecorded
-                    logger.exception("capture %s: storing frames failed", self.slug)
-                    self._failed = True
-                else:
-                    if batches:  # one message per drain: a backlog goes out as one
-                        message = reduce(broadcast.merge_batches, batches)
-                        await broadcast.send(broadcast.capture_group(self.slug), message)
+                await self._store_and_publish(reads, end)
             if end:
                 return
+
+    async def _store_and_publish(self, reads: list[tuple[bytes, float]], end: bool) -> None:
+        """One batch: its frames stored (one transaction) and sent to the
+        viewers (one message); then the call cards the throttle lets out,
+        rendered after the frames went, so a card never delays them."""
+        try:
+            message = await self._in_thread(self._append)(reads, end)
+        except Exception:  # noqa: BLE001 - the relay goes on unrecorded
+            logger.exception("capture %s: storing frames failed", self.slug)
+            self._failed = True
+            return
+        group = broadcast.capture_group(self.slug)
+        for part in broadcast.split_batch(message) if message is not None else ():
+            await broadcast.send(group, part)
+        if end or not self.live.card_due:
+            return  # at the end, closing sends every card
+        try:
+            cards = await self._in_thread(self.live.due_cards)()
+        except Exception:  # noqa: BLE001 - viewers are best effort
+            logger.exception("capture %s: rendering cards failed", self.slug)
+            return
+        if cards is not None:
+            await broadcast.send(group, cards)
 
     async def _send_held_cards(self) -> None:
         """The call cards the throttle held back (`LiveCapture.held_cards`)."""
@@ -233,9 +249,10 @@ class Recorder:
             await broadcast.send(broadcast.capture_group(self.slug), message)
 
     async def _next_batch(self) -> list[tuple[bytes, float] | None]:
-        """The reads waiting once the reader has been quiet for a moment (or
-        one has waited long enough); `None` last when the input ended.  None
-        at all when call cards are held back and no read came for
+        """The reads of the next batch (see FLUSH_SECONDS): all those waiting
+        once the first has waited FLUSH_SECONDS, or once FLUSH_READS reads or
+        FLUSH_BYTES bytes wait; `None` last when the input ended.  None at
+        all when call cards are held back and no read came for
         RENDER_INTERVAL."""
         queue = self._queue
         holding = self.live is not None and not self._failed and self.live.held_back
@@ -244,37 +261,27 @@ class Recorder:
         except TimeoutError:
             return []
         items = [first]
-        first_arrived = items[0][1] if items[0] is not None else time.monotonic()
+        size = 0 if first is None else len(first[0])
+        due = (time.monotonic() if first is None else first[1]) + FLUSH_SECONDS
         while True:
             while not queue.empty():
-                items.append(queue.get_nowait())
-            if items[-1] is None or len(items) >= MAX_BACKLOG:
+                item = queue.get_nowait()
+                items.append(item)
+                size += 0 if item is None else len(item[0])
+            if items[-1] is None or len(items) >= FLUSH_READS or size >= FLUSH_BYTES:
                 return items
-            now = time.monotonic()
-            idle, waited = now - self._last_feed, now - first_arrived
-            if idle >= QUIET_SECONDS or waited >= MAX_WAIT_SECONDS:
+            wait = due - time.monotonic()
+            if wait <= 0:
                 return items
-            await asyncio.sleep(min(QUIET_SECONDS - idle, MAX_WAIT_SECONDS - waited))
+            await asyncio.sleep(wait)
 
-    def _append(self, reads: list[tuple[bytes, float]], end: bool) -> list[dict[str, Any]]:
-        """Store the reads (secrets scrubbed); at the end, also what the
-        scrubber held back."""
+    def _append(self, reads: list[tuple[bytes, float]], end: bool) -> dict[str, Any] | None:
+        """Store the reads (secrets scrubbed; at the end, also what the
+        scrubber held back): the batch's message, or None."""
         scrubbed = [(self._scrubber.feed(data), arrived) for data, arrived in merge_reads(reads)]
         if end:
             scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
-        out = []
-        with writing(), transaction.atomic():
-            for data, arrived in scrubbed:
-                if not data:
-                    continue
-                self.clock.pinned = arrived
-                try:
-                    batch = self.live.append(data)
-                finally:
-                    self.clock.pinned = None
-                if batch is not None:
-                    out.append(batch)
-        return out
+        return self.live.append_reads([(data, arrived) for data, arrived in scrubbed if data])
 
     async def drain(self) -> None:
         """Wait until every queued read is stored."""

@@ -1,10 +1,11 @@
 """A capture recorded while its bytes arrive.
 
 Intake (the proxy, the ingest socket and endpoint) hands raw bytes to a
-`LiveCapture` as it reads them.  Each `append` runs the bytes through the
-same one-pass assembler an upload uses, stores the frames it completed with
+`LiveCapture` as it reads them.  Each `append` (one HTTP append) or
+`append_reads` (a recorder's batch of reads) runs the bytes through the same
+one-pass assembler an upload uses, stores the frames they completed with
 their arrival times, and returns one batch message describing them, for the
-channel layer to fan out.  One message per read, never one per fragment,
+channel layer to fan out.  One message per batch, never one per fragment,
 so a fast stream cannot overflow a channel's capacity.
 
 The ORM calls here are synchronous; async callers wrap them in
@@ -13,14 +14,25 @@ The ORM calls here are synchronous; async callers wrap them in
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
+from django.db import transaction
+from django.template.loader import get_template
+
 from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
-from inspector.captures.pages.live_cards import LiveCards
+from inspector.captures.pages.frames import ROW_TEMPLATE
+from inspector.captures.pages.live_cards import (
+    CARD_TEMPLATE,
+    DIALECT_TEMPLATE,
+    REFUSAL_TEMPLATE,
+    LiveCards,
+)
 from inspector.captures.store import open_capture
 from inspector.captures.writer import CaptureWriter
+from inspector.captures.writes import writing
 
 from .broadcast import (
     FinishedMessage,
@@ -31,6 +43,15 @@ from .broadcast import (
     frames_message,
     refusal_entry,
 )
+
+
+@functools.cache
+def warm_up() -> None:
+    """Load (compile) the templates the live rows and cards are rendered
+    with, once a process, when its first live capture opens: else the first
+    frames of the first stream wait tens of milliseconds for it."""
+    for name in (ROW_TEMPLATE, CARD_TEMPLATE, REFUSAL_TEMPLATE, DIALECT_TEMPLATE):
+        get_template(name)
 
 
 class LiveCapture:
@@ -47,13 +68,14 @@ class LiveCapture:
         hint: str | None = None,
         started: float | None = None,
     ) -> None:
-        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint)
+        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, fast_insert=True)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict
         self._clock = clock
         self._started = clock() if started is None else started
         self.rows = LiveCards(capture.slug, self.strict)
+        warm_up()
 
     @classmethod
     def open(
@@ -104,6 +126,36 @@ class LiveCapture:
         now = self.elapsed_ms()
         return self._message(self.writer.flush(now), now, throttle=throttle)
 
+    def append_reads(self, reads: list[tuple[bytes, float]]) -> FramesMessage | None:
+        """Take a batch of reads, each `(bytes, clock time it arrived)`; the
+        one message for all the frames they completed (no cards: `due_cards`
+        renders those once the frames went out).  The rows are rendered
+        before the transaction opens and the frames stored in one
+        transaction (one commit a batch); the message is only sent after
+        it, so a viewer is never told of a frame that is not stored."""
+        writer = self.writer
+        for data, arrived in reads:
+            writer.feed(data, self._elapsed_at(arrived))
+        frames = writer.take()
+        message = self._message(frames, self.elapsed_ms(), cards=False)
+        with writing(), transaction.atomic():
+            writer.store(frames)
+        return message
+
+    def due_cards(self) -> FramesMessage | None:
+        """The cards the throttle lets out now (`LiveCards.cards`), if any."""
+        if not self.rows.card_due:
+            return None
+        return self._message([], self.elapsed_ms(), throttle=True)
+
+    @property
+    def card_due(self) -> bool:
+        """Whether `due_cards` has a card to render now."""
+        return self.rows.card_due
+
+    def _elapsed_at(self, moment: float) -> float:
+        return round((moment - self._started) * 1000, 3)
+
     @property
     def held_back(self) -> bool:
         """Whether some call's card was held back by the throttle."""
@@ -125,20 +177,25 @@ class LiveCapture:
             refusal_entry(self.stream.results[STRICT].refusal),
         )
 
-    def _message(self, frames: list, now: float, *, throttle: bool) -> FramesMessage | None:
-        """The rows of `frames` and of the calls that changed, rendered by
-        the capture page's templates (`LiveCards`); None when no frame came
-        and no card is due."""
+    def _message(
+        self, frames: list, now: float, *, throttle: bool = True, cards: bool = True
+    ) -> FramesMessage | None:
+        """The rows of `frames` (each stamped with its arrival time, `now`
+        when it has none) and, with `cards`, of the calls that changed,
+        rendered by the capture page's templates (`LiveCards`); None when no
+        frame came and no card is due."""
         self.rows.read()
         notes = self.rows.frame_notes(frame.number for frame in frames)
         slug = self.capture.slug
         did, dialect = self.writer.last_did, self.strict.dialect
+        times = self.writer.last_arrived_ms if frames else []
         entries = [
-            frame_entry(slug, f.number, f.kind.value, f.raw, now, calls=notes[f.number][0],
-                        marks=notes[f.number][1], did=did.get(f.number, []), dialect=dialect)
-            for f in frames
+            frame_entry(slug, f.number, f.kind.value, f.raw, now if at is None else at,
+                        calls=notes[f.number][0], marks=notes[f.number][1],
+                        did=did.get(f.number, []), dialect=dialect)
+            for f, at in zip(frames, times, strict=True)
         ]  # fmt: skip
-        cards = self.rows.cards(throttle=throttle)
+        cards = self.rows.cards(throttle=throttle) if cards else []
         if not entries and not cards:
             return None
         refusal = refusal_entry(self.strict.refusal)

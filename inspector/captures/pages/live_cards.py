@@ -55,6 +55,10 @@ REFUSAL_TEMPLATE = "inspector/_refusal.html"
 DIALECT_TEMPLATE = "inspector/_dialect_note.html"
 RENDER_INTERVAL = 0.5  # seconds between two renders of one call's card, at least
 CARDS_PER_BATCH = 1  # cards rendered for one batch of frames while they stream, at most
+# While fragments stream, rendering cards takes at most about a tenth of the
+# recorder's time: after a render that took t, the next waits CARD_SPACING * t
+# (a card of a long call takes several ms; the frames' rows come first).
+CARD_SPACING = 9
 
 # A frame row's notes: (the calls it touched, its marks).
 FrameNotes = dict[int, tuple[list[int], list[str]]]
@@ -126,6 +130,7 @@ class LiveCards:
         self._changed: set[int] = set()  # calls whose card is not rendered as it is now
         self._touched: set[int] = set()  # calls the last read's events touched
         self._rendered_at: dict[int, float] = {}
+        self._cards_free_at = 0.0  # no throttled card before (CARD_SPACING)
         self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
         self._refusal_noted = False
         self._refusal_shown: tuple[Refusal | None, str] = (None, "")
@@ -213,6 +218,14 @@ class LiveCards:
         """Whether a call changed since its card was last rendered."""
         return bool(self._changed)
 
+    @property
+    def card_due(self) -> bool:
+        """Whether `cards()` (throttled) would render a card now."""
+        now = self.clock()
+        if not self._changed or now < self._cards_free_at:
+            return False
+        return any(now - self._last_render(p) >= RENDER_INTERVAL for p in self._changed)
+
     def cards(self, *, every: bool = False, throttle: bool = True) -> list[Rendered]:
         """The cards of the calls changed since they were last rendered
         (`every`: of the newest CALLS_PER_PAGE calls, as many as a page of
@@ -221,18 +234,24 @@ class LiveCards:
         (False: the capture closed, or the stream paused) none rendered less
         than RENDER_INTERVAL ago, and at most CARDS_PER_BATCH, those
         rendered longest ago: a batch's cost stays bounded however many
-        calls stream at once."""
+        calls stream at once; and none until the spacing after the last
+        throttled render (CARD_SPACING) has passed."""
         now = self.clock()
+        if throttle and now < self._cards_free_at:
+            return []
         count = len(self.assembler.started)
         positions = range(max(0, count - CALLS_PER_PAGE), count) if every else sorted(self._changed)
         if throttle:
             due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
             positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
         out = []
+        started = time.perf_counter()  # the render's cost, in seconds whatever `clock` is
         for position in positions:
             self._changed.discard(position)
             self._rendered_at[position] = now
             out.append(Rendered(position, self.card_html(position)))
+        if throttle and out:
+            self._cards_free_at = now + (CARD_SPACING + 1) * (time.perf_counter() - started)
         return out
 
     def _last_render(self, position: int) -> float:

@@ -1,0 +1,65 @@
+"""A live frame row rendered from its shape's stamp (`live/row_stamps.py`) is
+exactly what the page's row template renders for it: every frame of every
+demo stream (all dialects, refusals, drops and anomalies), at numbers and
+times of every size, with hostile raw text; and a shape whose stamp would
+not give the template's output is rendered by the template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.captures.pages.frames import frame_row, live_frame_row
+from inspector.captures.store import store_stream
+from inspector.live import row_stamps
+
+pytestmark = pytest.mark.django_db
+
+DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
+HOSTILE = [
+    'data: {"x": "<script>alert(1)</script>"}',
+    "data: \"'><img src=x onerror=alert(1)>&amp;",
+    'event: <b>\ndata: {"type": "<i>"}',
+    "data: \ue0000\ue001 \x00 nul and placeholders",
+    "data: " + "x" * 2500,  # longer than the table shows
+]
+
+
+def stored_frames():
+    for path in sorted(DEMO.glob("*.sse")):
+        capture = store_stream(path.read_bytes(), stream_format="sse", title=path.name)
+        yield from capture.frames.order_by("number")
+
+
+def test_every_demo_frame_is_stamped_as_the_template_renders_it():
+    checked = 0
+    for frame in stored_frames():
+        for number, arrived in ((frame.number, frame.arrived_ms), (frame.number + 12345, 98765.4)):
+            args = ("slug-x", number, frame.kind, frame.raw, arrived)
+            notes = {"calls": frame.calls, "marks": frame.marks, "did": frame.did}
+            expected = live_frame_row(*args, **notes, dialect="chat")
+            assert row_stamps.live_row_html(*args, **notes, dialect="chat") == expected
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_hostile_raw_text_is_escaped_as_the_template_escapes_it(raw):
+    did = [["args", 0, "<f>", "</td>\"'", 3], ["text", None, "<em>", 0]]
+    for number in (0, 1, 1000):
+        args = ("s", number, "chunk", raw, None)
+        expected = live_frame_row(*args, calls=[0], marks=["<m>"], did=did)
+        assert row_stamps.live_row_html(*args, calls=[0], marks=["<m>"], did=did) == expected
+        assert "<script>" not in expected and "<img" not in expected
+
+
+def test_a_shape_the_stamp_cannot_give_is_rendered_by_the_template(monkeypatch):
+    """A template that transforms a value (here: cuts the number) breaks the
+    stamp; the check on the shape's first row sees it."""
+    monkeypatch.setattr(row_stamps, "_stamps", {})
+    monkeypatch.setattr(row_stamps, "render", lambda row: f"<b>{str(row.number)[:2]}</b>")
+    row = frame_row("s", 1234, "chunk", "data: {}", 8, 1.0)
+    assert row_stamps.stamped(row) == "<b>12</b>"
+    assert list(row_stamps._stamps.values()) == [None]
+    assert row_stamps.stamped(frame_row("s", 5678, "chunk", "data: {}", 8, 1.0)) == "<b>56</b>"
