@@ -3,10 +3,12 @@
 `bulk_create` builds a model instance per row and an SQL expression per
 value: for a 100k-fragment upload that was 60% of the time, more than the
 database's own work (cProfile of `store_upload`).  Rows that are plain
-values (numbers, text, booleans, null) go to the driver as tuples instead:
-on SQLite one prepared INSERT run by `executemany`, on PostgreSQL `COPY ...
-FROM STDIN` through psycopg.  No ids come back; nothing is validated that
-the database does not check itself.
+values (numbers, text, booleans, null, JSON as its text) go to the driver
+as tuples instead: on PostgreSQL `COPY ... FROM STDIN` through psycopg; on
+SQLite one INSERT of many rows (not `executemany`, which runs a step per row
+and hands the interpreter's lock over at each, a cost a live recording's
+other threads pay too).  No ids come back; nothing is validated that the
+database does not check itself.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import Any
 
 from django.db import connection, models
 
-# Rows handed to one `executemany` (a batch is built, then freed).
-BATCH = 2000
+# Rows in one SQLite INSERT: at most 1,000, and fewer than SQLite's 32,766
+# parameters.
+ROWS_PER_INSERT = 1000
+SQLITE_PARAMETERS = 32_000
 
 
 def insert_rows(
@@ -32,12 +36,14 @@ def insert_rows(
     if connection.vendor == "postgresql":
         _copy(f"COPY {table} ({columns}) FROM STDIN", rows)
         return
-    placeholders = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
+    one = f"({', '.join(['%s'] * len(fields))})"
+    per_insert = min(ROWS_PER_INSERT, SQLITE_PARAMETERS // len(fields))
     rows = iter(rows)
     with connection.cursor() as cursor:
-        while batch := list(islice(rows, BATCH)):
-            cursor.executemany(sql, batch)
+        while batch := list(islice(rows, per_insert)):
+            values = [value for row in batch for value in row]
+            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(batch))}"
+            cursor.execute(sql, values)
 
 
 def _copy(sql: str, rows: Iterable[Sequence[Any]]) -> None:

@@ -139,6 +139,7 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 input_format=planned.input_format,
                 keep_bytes=False,
                 spill=True,
+                fast_insert=True,
                 dialect=planned.dialect,
                 hint=planned.hint,
                 **planned.meta,

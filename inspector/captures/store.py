@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import IO, Any
 
 import orjson
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from inspector.assembly import (
@@ -121,38 +121,26 @@ def append_frames(
     `fast` (a live recording's batches): through the database's fast path,
     not `bulk_create` (a model instance per row and an INSERT compiled per
     batch cost several times the writing): COPY on PostgreSQL, one INSERT of
-    up to 1,000 rows elsewhere (SQLite takes 32,766 parameters); the
-    JSON columns get the text the ORM writes (`json.dumps`)."""
-    per_insert = 1000
+    up to 1,000 rows on SQLite (`fast_rows.insert_rows`); the JSON columns
+    get the text the ORM writes (`json.dumps`)."""
     offset = frames[0].number if frames else 0
     if not fast:
         _store_frames(capture, frames, arrived_ms, {}, {}, did or {}, offset=offset)
         return
-    if not frames:
-        return
     did, to_json = did or {}, json.dumps
-    rows = [
+    rows = (
         (capture.pk, frame.number, frame.kind.value, _text(frame.raw), at, "[]", "[]",
          to_json(did.get(frame.number, [])), carries_text(did.get(frame.number, ())))
         for frame, at in zip(frames, arrived_ms, strict=True)
-    ]  # fmt: skip
-    meta, quote = models.Frame._meta, connection.ops.quote_name
-    names = ("capture", "number", "kind", "raw", "arrived_ms", "calls", "marks", "did", "has_text")
-    columns = ", ".join(quote(meta.get_field(name).column) for name in names)
-    into = f"{quote(meta.db_table)} ({columns})"
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.copy(f"COPY {into} FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            return
-        # One statement for many rows: `executemany` runs a step per row, and each
-        # hands the interpreter's lock over and waits to get it back.
-        one = f"({', '.join(['%s'] * len(names))})"
-        for start in range(0, len(rows), per_insert):
-            part = rows[start : start + per_insert]
-            values = [value for row in part for value in row]
-            cursor.execute(f"INSERT INTO {into} VALUES {', '.join([one] * len(part))}", values)
+    )  # fmt: skip
+    insert_rows(models.Frame, FRAME_FIELDS, rows)
+
+
+# A frame row's columns in the order `append_frames` writes them.
+FRAME_FIELDS = (
+    *("capture", "number", "kind", "raw", "arrived_ms"),
+    *("calls", "marks", "did", "has_text"),
+)
 
 
 def stored_did(result: Result) -> FrameDid:

@@ -80,10 +80,12 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
+        fast_insert: bool = False,
         **meta: Any,
     ) -> CaptureWriter:
         capture = open_capture(stream_format=stream_format, **meta)
-        return cls(capture, keep_bytes=keep_bytes, dialect=dialect, hint=hint, spill=spill)
+        options = {"dialect": dialect, "hint": hint, "spill": spill, "fast_insert": fast_insert}
+        return cls(capture, keep_bytes=keep_bytes, **options)
 
     @property
     def slug(self) -> str:

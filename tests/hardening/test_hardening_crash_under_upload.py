@@ -22,7 +22,10 @@ from inspector.live.fake_upstream import FakeUpstream
 
 websockets_sync = pytest.importorskip("websockets.sync.client")
 
-UPLOAD_FRAMES = 150_000  # about 13 MB: stored in well over the run's few seconds
+# About 52 MB (the 600,000 frames): stored in well over the run's few seconds,
+# frames written through the database's fast path.
+UPLOAD_FRAMES = 600_000
+UPLOAD_LIMIT = str(128 * 1024 * 1024)
 LIVE_FRAMES = 400
 PACE_S = 0.02
 UPLOAD_HEAD_START_S = 2.0
@@ -95,7 +98,9 @@ def test_live_frames_are_durable_within_a_second_while_an_upload_runs(
     (scenarios / "paced.json").write_text(json.dumps({"pace_ms": PACE_S * 1000}))
     data = b"".join(chunk(f"u{n} ") for n in range(UPLOAD_FRAMES)) + b"data: [DONE]\n\n"
     with FakeUpstream(scenarios) as fake:
-        server = daphne_process({"INSPECTOR_UPSTREAMS": f"fake={fake.url}"})
+        server = daphne_process(
+            {"INSPECTOR_UPSTREAMS": f"fake={fake.url}", "INSPECTOR_MAX_UPLOAD_BYTES": UPLOAD_LIMIT}
+        )
         uploader = threading.Thread(target=upload, args=(server.url, data), daemon=True)
         uploader.start()
         time.sleep(UPLOAD_HEAD_START_S)  # read, assembled, being stored
