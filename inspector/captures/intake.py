@@ -50,7 +50,7 @@ from inspector.assembly import (
 
 from . import models
 from .uploads import check_capture_count, check_har_entries, check_size
-from .writer import CaptureWriter
+from .writer import BULK, CaptureWriter
 from .writes import writing
 
 # Bytes fed to the assembler at a time: a step's frames are at most a batch
@@ -139,7 +139,7 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 input_format=planned.input_format,
                 keep_bytes=False,
                 spill=True,
-                fast_insert=True,
+                insert=BULK,
                 dialect=planned.dialect,
                 hint=planned.hint,
                 **planned.meta,

@@ -113,6 +113,7 @@ def append_frames(
     did: FrameDid | None = None,
     *,
     fast: bool = False,
+    live: bool = False,
 ) -> None:
     """Store frames of a live capture as they complete, with what they did
     (`did`: `frame_did.did_by_frame` of the events they caused); which calls
@@ -121,8 +122,9 @@ def append_frames(
     `fast` (a live recording's batches): through the database's fast path,
     not `bulk_create` (a model instance per row and an INSERT compiled per
     batch cost several times the writing): COPY on PostgreSQL, one INSERT of
-    up to 1,000 rows on SQLite (`fast_rows.insert_rows`); the JSON columns
-    get the text the ORM writes (`json.dumps`)."""
+    up to 1,000 rows on SQLite when `live` (other threads wait less), else
+    `executemany` (`fast_rows.insert_rows`); the JSON columns get the text
+    the ORM writes (`json.dumps`)."""
     offset = frames[0].number if frames else 0
     if not fast:
         _store_frames(capture, frames, arrived_ms, {}, {}, did or {}, offset=offset)
@@ -133,7 +135,7 @@ def append_frames(
          to_json(did.get(frame.number, [])), carries_text(did.get(frame.number, ())))
         for frame, at in zip(frames, arrived_ms, strict=True)
     )  # fmt: skip
-    insert_rows(models.Frame, FRAME_FIELDS, rows)
+    insert_rows(models.Frame, FRAME_FIELDS, rows, one_statement=live)
 
 
 # A frame row's columns in the order `append_frames` writes them.

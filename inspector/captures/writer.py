@@ -33,6 +33,11 @@ from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
 
+# How a writer's frames are written (`store.append_frames`): through the ORM,
+# or through the database's fast path for a bulk write (an upload) or for a
+# live recording's batches.
+ORM, BULK, LIVE = "orm", "bulk", "live"
+
 
 class CaptureWriter:
     """Open with `CaptureWriter.open(...)`, then `feed` / `flush` as the
@@ -49,10 +54,10 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
-        fast_insert: bool = False,
+        insert: str = ORM,
     ) -> None:
         self.capture = capture
-        self._fast_insert = fast_insert  # frames through the database's fast path (live)
+        self._insert = insert  # how the frames are written: ORM, BULK or LIVE
         self.stream = StreamAssembler(capture.stream_format, POLICIES, dialect=dialect, hint=hint)
         # Why the stream is read in its dialect, told as the frames arrive.
         self._dialect_request = (dialect, hint)
@@ -80,11 +85,11 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
-        fast_insert: bool = False,
+        insert: str = ORM,
         **meta: Any,
     ) -> CaptureWriter:
         capture = open_capture(stream_format=stream_format, **meta)
-        options = {"dialect": dialect, "hint": hint, "spill": spill, "fast_insert": fast_insert}
+        options = {"dialect": dialect, "hint": hint, "spill": spill, "insert": insert}
         return cls(capture, keep_bytes=keep_bytes, **options)
 
     @property
@@ -146,7 +151,12 @@ class CaptureWriter:
         """Write the frames the last `take` gave (and the dialect they tell)."""
         if frames:
             append_frames(
-                self.capture, frames, self.last_arrived_ms, self.last_did, fast=self._fast_insert
+                self.capture,
+                frames,
+                self.last_arrived_ms,
+                self.last_did,
+                fast=self._insert != ORM,
+                live=self._insert == LIVE,
             )
             self._store_dialect()
 

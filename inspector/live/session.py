@@ -31,7 +31,7 @@ from inspector.captures.pages.live_cards import (
     LiveCards,
 )
 from inspector.captures.store import open_capture
-from inspector.captures.writer import CaptureWriter
+from inspector.captures.writer import LIVE, CaptureWriter
 from inspector.captures.writes import writing
 
 from .broadcast import (
@@ -68,7 +68,7 @@ class LiveCapture:
         hint: str | None = None,
         started: float | None = None,
     ) -> None:
-        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, fast_insert=True)
+        self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, insert=LIVE)
         self.capture = capture
         self.stream = self.writer.stream
         self.strict = self.writer.strict
