@@ -36,8 +36,8 @@ class Frame:
     __slots__ = (
         "number",
         "kind",
-        "raw",
-        "data",
+        "_raw",
+        "_data",
         "payload",
         "unterminated",
         "parse_failed",
@@ -58,15 +58,49 @@ class Frame:
     ) -> None:
         self.number = number
         self.kind = kind
-        self.raw = raw
-        self.data = data
+        self._raw: str | bytes = raw
+        self._data: str | bytes = data
         self.payload = payload
         self.unterminated = unterminated
         self.parse_failed = parse_failed
         self.event = event
 
+    @property
+    def raw(self) -> str:
+        raw = self._raw
+        if type(raw) is bytes:  # a frame read from bytes is decoded when asked
+            raw = self._raw = raw.decode("utf-8", "replace")
+        return raw  # type: ignore[return-value]
+
+    @property
+    def data(self) -> str:
+        data = self._data
+        if type(data) is bytes:
+            data = self._data = data.decode("utf-8", "replace")
+        return data  # type: ignore[return-value]
+
     def __repr__(self) -> str:
         return f"Frame({self.number}, {self.kind.value}, {self.raw[:40]!r})"
+
+
+def read_frame(
+    number: int, block: bytes, data: bytes, payload: dict[str, Any], event: str | None
+) -> Frame:
+    """The frame of a terminated SSE block read as bytes (`readers.py`'s fast
+    path) whose data `data` parsed as the object `payload`.  Its `raw` and
+    `data` stay bytes until asked for: `assemble()` never asks, so a frame
+    costs no decoding.  (The bytes are valid UTF-8, as orjson parsed them;
+    `block`'s other lines, if any, are decoded as the slow path would.)"""
+    frame = Frame.__new__(Frame)
+    frame.number = number
+    frame.kind = _kind_of(payload)
+    frame._raw = block
+    frame._data = data
+    frame.payload = payload
+    frame.unterminated = False
+    frame.parse_failed = False
+    frame.event = event
+    return frame
 
 
 def _is_error_payload(payload: dict[str, Any]) -> bool:

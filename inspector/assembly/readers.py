@@ -7,10 +7,14 @@ classify each one as it completes, so the assembler can run in the same pass.
 
 from __future__ import annotations
 
-from .frames import Frame, classify
-from .lines import LineSplitter
+import orjson
+
+from .frames import Frame, classify, read_frame
+from .lines import BOM, LineSplitter
 
 JSONL_DONE = ("[DONE]", '"[DONE]"')
+_BOM = BOM.encode()
+_loads = orjson.loads
 
 
 class SSEReader:
@@ -26,13 +30,104 @@ class SSEReader:
         self._has_comment = False
         self._event: str | None = None
         self._count = 0
+        # Bytes-level reading (see `_feed_blocks`) until a CR shows up; the
+        # bytes read since the last block's end, kept as pieces.
+        self._blocks = True
+        self._pending: list[bytes] = []
+        self._at_start = True  # no byte read yet (a BOM may open the stream)
 
     def feed(self, data: bytes) -> list[Frame]:
+        if self._blocks:
+            if b"\r" not in data:
+                return self._feed_blocks(data)
+            self._blocks = False  # CR or CRLF endings: the line splitter's way
+            data = self._take_pending() + data
         return self._read(self._lines.feed(data))
 
+    def _take_pending(self) -> bytes:
+        pending = b"".join(self._pending)
+        self._pending = []
+        return pending
+
+    def _feed_blocks(self, data: bytes) -> list[Frame]:
+        """Read whole blocks (the bytes up to a blank line) as bytes, LF line
+        endings only.  A block is a frame read straight from bytes when it is
+        one `data: {...}` line, or an `event:` line and such a line, and its
+        data parses (no decoding: orjson reads bytes, and a frame's text is
+        decoded only when asked for); any other block goes through the line
+        reader, whole, from a block boundary, so the frames are the same."""
+        pending = self._pending
+        if self._at_start:
+            data = self._take_pending() + data
+            if len(data) < len(_BOM) and _BOM.startswith(data):
+                if data:
+                    self._pending = [data]
+                return []  # maybe a BOM still coming
+            self._at_start = False
+            self._lines.started()
+            if data.startswith(_BOM):
+                data = data[len(_BOM) :]
+        elif b"\n\n" not in data and not (
+            pending and data[:1] == b"\n" and pending[-1][-1:] == b"\n"
+        ):
+            if data:
+                pending.append(data)
+            return []
+        if self._pending:
+            data = self._take_pending() + data
+        blocks = data.split(b"\n\n")
+        last = blocks.pop()
+        if last:
+            self._pending = [last]
+        return self._frames_of(blocks)
+
+    def _frames_of(self, blocks: list[bytes]) -> list[Frame]:
+        frames: list[Frame] = []
+        add = frames.append
+        for block in blocks:
+            if block[:7] == b"data: {" and b"\n" not in block:  # the common frame, inline
+                try:
+                    payload = _loads(block[6:])
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    add(read_frame(self._count, block, block[6:], payload, None))
+                    self._count += 1
+                    continue
+            elif block[:7] == b"event: ":
+                frame = self._event_frame(block)
+                if frame is not None:
+                    add(frame)
+                    continue
+            block = block.lstrip(b"\n")
+            if block:
+                frames += self._read([*block.decode("utf-8", "replace").split("\n"), ""])
+        return frames
+
+    def _event_frame(self, block: bytes) -> Frame | None:
+        """An `event:` line and one `data: {...}` line whose data parses, as
+        a frame; None for any other block."""
+        cut = block.find(b"\ndata: {")
+        if cut < 0 or b"\n" in block[cut + 1 :]:
+            return None
+        data = block[cut + 7 :]
+        try:
+            payload = _loads(data)
+        except orjson.JSONDecodeError:
+            return None
+        event = block[7:cut].decode("utf-8", "replace")
+        frame = read_frame(self._count, block, data, payload, event)
+        self._count += 1
+        return frame
+
     def close(self) -> list[Frame]:
+        if self._pending:
+            self._blocks = False
+            frames = self._read(self._lines.feed(self._take_pending()))
+        else:
+            frames = []
         lines, tail = self._lines.close()
-        frames = self._read(lines)
+        frames += self._read(lines)
         if tail is not None:
             self._take_line(tail)
         if self._raw:
