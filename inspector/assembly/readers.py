@@ -7,6 +7,9 @@ classify each one as it completes, so the assembler can run in the same pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import orjson
 
 from .frames import Frame, classify, read_frame
@@ -15,6 +18,21 @@ from .lines import BOM, LineSplitter
 JSONL_DONE = ("[DONE]", '"[DONE]"')
 _BOM = BOM.encode()
 _loads = orjson.loads
+
+
+# What `SSEReader.read` hands frames to: (chunk, frame); see there.
+Sinks = tuple[
+    Callable[[int, bytes, bytes, dict[str, Any], str | None], None], Callable[[Frame], None]
+]
+
+
+def _event_data(block: bytes) -> tuple[bytes | None, str | None]:
+    """(data, event) of a block that is an `event:` line and one
+    `data: {...}` line; (None, None) for any other block."""
+    cut = block.find(b"\ndata: {")
+    if cut < 0 or b"\n" in block[cut + 1 :]:
+        return None, None
+    return block[cut + 7 :], block[7:cut].decode("utf-8", "replace")
 
 
 class SSEReader:
@@ -37,19 +55,31 @@ class SSEReader:
         self._at_start = True  # no byte read yet (a BOM may open the stream)
 
     def feed(self, data: bytes) -> list[Frame]:
+        return self.read(data)
+
+    def read(self, data: bytes, sinks: Sinks | None = None) -> list[Frame]:
+        """`feed`; with `sinks` (chunk, frame), each frame the bytes complete
+        is handed over at once, in order, and none is returned: a frame read
+        straight from bytes as `chunk(number, block, data, payload, event)`
+        (no `Frame` is made for it), any other as `frame(frame)`."""
         if self._blocks:
             if b"\r" not in data:
-                return self._feed_blocks(data)
+                return self._feed_blocks(data, sinks)
             self._blocks = False  # CR or CRLF endings: the line splitter's way
             data = self._take_pending() + data
-        return self._read(self._lines.feed(data))
+        frames = self._read(self._lines.feed(data))
+        if sinks is None:
+            return frames
+        for frame in frames:
+            sinks[1](frame)
+        return []
 
     def _take_pending(self) -> bytes:
         pending = b"".join(self._pending)
         self._pending = []
         return pending
 
-    def _feed_blocks(self, data: bytes) -> list[Frame]:
+    def _feed_blocks(self, data: bytes, sinks: Sinks | None) -> list[Frame]:
         """Read whole blocks (the bytes up to a blank line) as bytes, LF line
         endings only.  A block is a frame read straight from bytes when it is
         one `data: {...}` line, or an `event:` line and such a line, and its
@@ -79,46 +109,41 @@ class SSEReader:
         last = blocks.pop()
         if last:
             self._pending = [last]
-        return self._frames_of(blocks)
+        return self._frames_of(blocks, sinks)
 
-    def _frames_of(self, blocks: list[bytes]) -> list[Frame]:
+    def _frames_of(self, blocks: list[bytes], sinks: Sinks | None) -> list[Frame]:
         frames: list[Frame] = []
         add = frames.append
+        chunk = None if sinks is None else sinks[0]
         for block in blocks:
-            if block[:7] == b"data: {" and b"\n" not in block:  # the common frame, inline
+            if block[:7] == b"data: {" and b"\n" not in block:  # the common frame
+                data, event = block[6:], None
+            elif block[:7] == b"event: ":
+                data, event = _event_data(block)
+            else:
+                data = None
+            if data is not None:
                 try:
-                    payload = _loads(block[6:])
+                    payload = _loads(data)
                 except orjson.JSONDecodeError:
                     pass
                 else:
-                    add(read_frame(self._count, block, block[6:], payload, None))
-                    self._count += 1
-                    continue
-            elif block[:7] == b"event: ":
-                frame = self._event_frame(block)
-                if frame is not None:
-                    add(frame)
+                    number = self._count
+                    self._count = number + 1
+                    if chunk is None:
+                        add(read_frame(number, block, data, payload, event))
+                    else:
+                        chunk(number, block, data, payload, event)
                     continue
             block = block.lstrip(b"\n")
             if block:
-                frames += self._read([*block.decode("utf-8", "replace").split("\n"), ""])
+                read = self._read([*block.decode("utf-8", "replace").split("\n"), ""])
+                if sinks is None:
+                    frames += read
+                else:
+                    for frame in read:
+                        sinks[1](frame)
         return frames
-
-    def _event_frame(self, block: bytes) -> Frame | None:
-        """An `event:` line and one `data: {...}` line whose data parses, as
-        a frame; None for any other block."""
-        cut = block.find(b"\ndata: {")
-        if cut < 0 or b"\n" in block[cut + 1 :]:
-            return None
-        data = block[cut + 7 :]
-        try:
-            payload = _loads(data)
-        except orjson.JSONDecodeError:
-            return None
-        event = block[7:cut].decode("utf-8", "replace")
-        frame = read_frame(self._count, block, data, payload, event)
-        self._count += 1
-        return frame
 
     def close(self) -> list[Frame]:
         if self._pending:

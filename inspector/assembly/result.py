@@ -218,6 +218,9 @@ class Choice:
         "by_id",
         "held_indexes",
         "joined",
+        "version",
+        "open_at",
+        "open_version",
     )
 
     def __init__(self, index: int) -> None:
@@ -232,6 +235,12 @@ class Choice:
         self.by_id: dict[str, Call] = {}
         self.held_indexes: set[int] = set()
         self.joined = [0, 0, 0]  # leading entries `compact` made: text, reasoning, refusal
+        # Counts the changes of `unsettled` and of the indexes its calls hold;
+        # `open_at` (index -> the one unsettled call holding it, the chat
+        # adapter's shortcut) is good while `open_version` equals it.
+        self.version = 0
+        self.open_at: dict[int, Call] = {}
+        self.open_version = 0
 
     def compact(self) -> None:
         """Join the pieces of text taken since the last `compact` (see

@@ -21,7 +21,7 @@ from .formats import (
 from .frames import Frame, FrameKind
 from .har import read_har
 from .jsonarray import JSONArrayReader
-from .readers import JSONLReader, SSEReader
+from .readers import JSONLReader, Sinks, SSEReader
 from .result import Result
 
 # A slice's frames, parsed payloads and all, live until the slice is
@@ -110,9 +110,23 @@ class StreamAssembler:
         }
         self._feeds = [assembler.feed for assembler in self.assemblers.values()]
         self.results: dict[str, Result] = {}
+        # One assembler reading SSE takes the reader's frames as they come,
+        # the common ones without a `Frame` made for them (`consume`).
+        self._sinks: Sinks | None = None
+        if isinstance(self.reader, SSEReader) and len(self.assemblers) == 1:
+            (only,) = self.assemblers.values()
+            self._sinks = (only.read_chunk, only.feed)
 
     def feed(self, data: bytes) -> list[Frame]:
         return self._assemble(self.reader.feed(data))
+
+    def consume(self, data: bytes) -> None:
+        """`feed`, for a caller that does not want the frames (`assemble`):
+        the same result, for less work."""
+        if self._sinks is None:
+            self._assemble(self.reader.feed(data))
+        else:
+            self.reader.read(data, self._sinks)  # type: ignore[union-attr]
 
     def close(self) -> list[Frame]:
         frames = self._assemble(self.reader.close())
@@ -218,6 +232,6 @@ def _assemble_as(
     # parsed payloads) are dropped as soon as they are assembled, instead of
     # all living at once and keeping the cyclic garbage collector busy.
     for piece in slices(body, chunk_bytes or FEED_SLICE):
-        stream.feed(piece)
+        stream.consume(piece)
     stream.close()
     return stream.results[policy]
