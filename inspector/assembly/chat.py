@@ -46,18 +46,61 @@ class ChatDialect(Dialect):
     # -- frames -------------------------------------------------------------
 
     def chunk(self, number: int, payload: dict[str, Any], event: str | None) -> None:
+        """Read one chunk: the plain continuation, most frames of a stream,
+        here and flat; any other frame in `_any_chunk`.
+
+        The plain continuation is one choice whose delta is `{"tool_calls":
+        [{"index": i, "function": {"arguments": s}}]}`, with no finish reason,
+        for the one unsettled call holding index `i`: `s` is appended as
+        `_tool_delta` would (rule 3, one candidate, no identity to apply).
+        The call is found in the choice's `open_at`, which holds it while the
+        set of unsettled calls and their indexes stays the same
+        (`Choice.version`); `_candidates` decides when it does not."""
+        core = self.core
+        try:  # each step fails on any other shape (JSON gives dicts, lists, scalars)
+            (item,) = payload["choices"]
+            delta = item["delta"]
+            (entry,) = delta["tool_calls"]
+            function = entry["function"]
+            fragment = function["arguments"]
+            index = entry["index"]
+            choice_index = item["index"]
+            choice = core.choices[choice_index]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return self._any_chunk(number, payload)
+        if (
+            type(fragment) is not str
+            or type(index) is not int
+            or type(choice_index) is not int
+            or index < 0
+            or len(delta) != 1
+            or len(entry) != 2
+            or len(function) != 1
+            or item.get("finish_reason") is not None
+            or core.refusal is not None
+            or payload.get("object") == COMPLETION
+        ):
+            return self._any_chunk(number, payload)
+        if choice.open_version != choice.version:
+            choice.open_at.clear()
+            choice.open_version = choice.version
+        call = choice.open_at.get(index)
+        if call is None:
+            candidates = self._candidates(choice, index)
+            if len(candidates) != 1 or candidates[0].index != index:
+                return self._any_chunk(number, payload)
+            call = choice.open_at[index] = candidates[0]
+        frames = call.frames
+        if not frames or frames[-1] != number:
+            frames.append(number)
+        self._append(number, choice, call, fragment)
+        usage = payload.get("usage")
+        if usage is not None:
+            core.take_usage(number, usage)
+
+    def _any_chunk(self, number: int, payload: dict[str, Any]) -> None:
         core = self.core
         choices = payload.get("choices")
-        if (
-            type(choices) is list
-            and len(choices) == 1
-            and core.refusal is None
-            and self._continuation(number, choices[0], payload)
-        ):
-            usage = payload.get("usage")
-            if usage is not None:
-                core.take_usage(number, usage)
-            return
         if type(choices) is not list:
             if dialect_of(payload) not in (None, CHAT):
                 core.foreign(number)
@@ -120,54 +163,6 @@ class ChatDialect(Dialect):
                 self._tool_delta(number, choice, entry)
                 if core.refusal is not None:
                     return
-
-    def _continuation(self, number: int, item: Any, payload: dict[str, Any]) -> bool:
-        """The plain continuation, most frames of a stream: one choice whose
-        delta is `{"tool_calls": [{"index": i, "function": {"arguments": s}}]}`
-        with no finish reason, for the one unsettled call holding index `i`.
-        Appends `s` as `_tool_delta` would (rule 3, one candidate, no identity
-        to apply) and says True; False, having done nothing, for any other
-        frame.  The call is found in the choice's `open_at`, which holds it
-        while the set of unsettled calls and their indexes stays the same
-        (`Choice.version`); `_candidates` decides when it does not."""
-        try:  # each step fails on any other shape (JSON gives dicts, lists, scalars)
-            delta = item["delta"]
-            entries = delta["tool_calls"]
-            entry = entries[0]
-            function = entry["function"]
-            fragment = function["arguments"]
-            index = entry["index"]
-            choice_index = item["index"]
-            choice = self.core.choices[choice_index]
-        except (KeyError, IndexError, TypeError):
-            return False
-        if (
-            type(fragment) is not str
-            or type(index) is not int
-            or type(choice_index) is not int
-            or index < 0
-            or len(delta) != 1
-            or len(entries) != 1
-            or len(entry) != 2
-            or len(function) != 1
-            or item.get("finish_reason") is not None
-            or payload.get("object") == COMPLETION
-        ):
-            return False
-        if choice.open_version != choice.version:
-            choice.open_at.clear()
-            choice.open_version = choice.version
-        call = choice.open_at.get(index)
-        if call is None:
-            candidates = self._candidates(choice, index)
-            if len(candidates) != 1 or candidates[0].index != index:
-                return False
-            call = choice.open_at[index] = candidates[0]
-        frames = call.frames
-        if not frames or frames[-1] != number:
-            frames.append(number)
-        self._append(number, choice, call, fragment)
-        return True
 
     # -- tool-call deltas: normalise, resolve, apply identity, append ---------
 

@@ -3,7 +3,7 @@
 `assemble()` reads SSE without making a `Frame` of the common frames
 (`StreamAssembler.consume`), while `StreamAssembler.feed` (uploads, live
 capture) returns every frame; the chat adapter takes a plain continuation
-(`ChatDialect._continuation`) to the one unsettled call holding its index
+(`ChatDialect.chunk`) to the one unsettled call holding its index
 without building the candidate list.  Both must change nothing.
 """
 
