@@ -314,7 +314,7 @@ class Assembler:
         self.calls.append(call)
         choice.calls.append(call)
         choice.unsettled.append(call)
-        choice.version += 1
+        choice.changed()
         return call
 
     def touch(self, number: int, call: Call) -> None:
@@ -374,10 +374,19 @@ class Assembler:
         id or a name; settle it when its root object closed."""
         scanner = call.scanner
         if fragment:
+            length = scanner.length
             call.fragment_frames.append(number)
-            call.fragment_starts.append(scanner.length)
+            call.fragment_starts.append(length)
             call.pieces.append(fragment)
-            scanner.feed(fragment)
+            if (
+                scanner.in_string
+                and not scanner.escape
+                and '"' not in fragment
+                and "\\" not in fragment
+            ):  # the same string goes on: `ArgumentScanner.feed`'s shortcut, without the call
+                scanner.length = length + len(fragment)
+            else:
+                scanner.feed(fragment)
             if call.started_frame is not None:  # the hot path: one event per fragment
                 self._log((number, call.position, fragment))
                 if scanner.closed_at is not None and call.settled_frame is None:
@@ -420,7 +429,7 @@ class Assembler:
         call.settled_frame = number
         if call in choice.unsettled:
             choice.unsettled.remove(call)
-            choice.version += 1
+            choice.changed()
         self._event("settled", number, call)
 
     def drop(self, number: int, choice: int, reason: str) -> None:

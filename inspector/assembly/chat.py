@@ -54,8 +54,8 @@ class ChatDialect(Dialect):
         for the one unsettled call holding index `i`: `s` is appended as
         `_tool_delta` would (rule 3, one candidate, no identity to apply).
         The call is found in the choice's `open_at`, which holds it while the
-        set of unsettled calls and their indexes stays the same
-        (`Choice.version`); `_candidates` decides when it does not."""
+        set of unsettled calls and their indexes stays the same (see
+        `Choice.changed`); `_candidates` decides when it does not."""
         core = self.core
         try:  # each step fails on any other shape (JSON gives dicts, lists, scalars)
             (item,) = payload["choices"]
@@ -81,9 +81,6 @@ class ChatDialect(Dialect):
             or payload.get("object") == COMPLETION
         ):
             return self._any_chunk(number, payload)
-        if choice.open_version != choice.version:
-            choice.open_at.clear()
-            choice.open_version = choice.version
         call = choice.open_at.get(index)
         if call is None:
             candidates = self._candidates(choice, index)
@@ -299,7 +296,7 @@ class ChatDialect(Dialect):
             if call.index is None:
                 call.index = index
                 choice.held_indexes.add(index)
-                choice.version += 1  # the calls holding `index` changed
+                choice.changed()  # the calls holding `index` changed
             elif call.index != index:
                 self.core.anomaly("index_changed", number, call=call)
         return True
