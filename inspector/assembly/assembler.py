@@ -186,13 +186,19 @@ class Assembler:
             self.adapter.ping(frame.number, frame.event)  # type: ignore[attr-defined]
 
     def read_chunk(
-        self, number: int, block: bytes, data: bytes, payload: dict[str, Any], event: str | None
+        self,
+        number: int,
+        block: bytes | str,
+        data: bytes | str,
+        payload: dict[str, Any],
+        event: str | None,
     ) -> None:
-        """`feed` for a frame the SSE reader read straight from bytes
-        (`SSEReader.read`) and made no `Frame` of: a terminated block whose
-        data parsed as `payload`.  A chunk, while the dialect is decided and
-        before the done frame, goes to the adapter as `feed` would send it;
-        anything else becomes its `Frame` and is fed."""
+        """`feed` for a frame a reader read and made no `Frame` of
+        (`SSEReader.read`, `JSONArrayReader.read`): a terminated block (or
+        array element) whose data parsed as the object `payload`.  A chunk,
+        while the dialect is decided and before the done frame, goes to the
+        adapter as `feed` would send it; anything else becomes its `Frame`
+        and is fed."""
         if (
             self._held is None
             and self.done_frame is None

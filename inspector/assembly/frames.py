@@ -84,13 +84,14 @@ class Frame:
 
 
 def read_frame(
-    number: int, block: bytes, data: bytes, payload: dict[str, Any], event: str | None
+    number: int, block: bytes | str, data: bytes | str, payload: dict[str, Any], event: str | None
 ) -> Frame:
     """The frame of a terminated SSE block read as bytes (`readers.py`'s fast
-    path) whose data `data` parsed as the object `payload`.  Its `raw` and
-    `data` stay bytes until asked for: `assemble()` never asks, so a frame
-    costs no decoding.  (The bytes are valid UTF-8, as orjson parsed them;
-    `block`'s other lines, if any, are decoded as the slow path would.)"""
+    path), or of a JSON array's element (text), whose data `data` parsed as
+    the object `payload`.  Bytes stay bytes until `raw` or `data` is asked
+    for: a frame costs no decoding unless it is read.  (The data bytes are
+    valid UTF-8, as orjson parsed them; `block`'s other lines, if any, are
+    decoded as the line reader would.)"""
     frame = Frame.__new__(Frame)
     frame.number = number
     frame.kind = _kind_of(payload)

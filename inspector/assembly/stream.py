@@ -118,7 +118,7 @@ class StreamAssembler:
         # One assembler reading SSE takes the reader's frames as they come,
         # the common ones without a `Frame` made for them (`consume`).
         self._sinks: Sinks | None = None
-        if isinstance(self.reader, SSEReader) and len(self.assemblers) == 1:
+        if isinstance(self.reader, SSEReader | JSONArrayReader) and len(self.assemblers) == 1:
             (only,) = self.assemblers.values()
             self._sinks = (only.read_chunk, only.feed)
 

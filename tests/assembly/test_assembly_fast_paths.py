@@ -1,6 +1,6 @@
 """The assembler's shortcuts give the results of the general path.
 
-`assemble()` reads SSE without making a `Frame` of the common frames
+`assemble()` reads SSE and JSON arrays without making a `Frame` of the common frames
 (`StreamAssembler.consume`), while `StreamAssembler.feed` (uploads, live
 capture) returns every frame; the chat adapter takes a plain continuation
 (`ChatDialect.chunk`) to the one unsettled call holding its index
@@ -34,6 +34,21 @@ def test_assemble_without_frames_gives_the_result_of_feeding_every_frame(path, p
     assert assemble(data, fmt="sse", policy=policy).to_dict() == expected
     assert assemble(data, fmt="sse", policy=policy, chunk_bytes=1).to_dict() == expected
     assert by_frames(data, policy, 3) == expected
+
+
+ARRAYS = sorted((Path(__file__).resolve().parent.parent / "conformance").rglob("*.json"))
+ARRAYS = [path for path in ARRAYS if not path.name.endswith(".expect.json")]
+
+
+@pytest.mark.parametrize("path", ARRAYS, ids=lambda path: path.stem)
+def test_a_json_array_assembled_without_frames_gives_the_result_of_every_frame(path):
+    data = path.read_bytes()
+    _, results = read_stream(data, "json-array", ("strict",))
+    expected = results["strict"].to_dict()
+    assert assemble(data, fmt="json-array").to_dict() == expected
+    assert assemble(data, fmt="json-array", chunk_bytes=1).to_dict() == expected
+    _, results = read_stream(data, "json-array", ("strict",), chunk_bytes=2)
+    assert results["strict"].to_dict() == expected
 
 
 def both_ways(*items: object, policy: str = "strict") -> dict:
