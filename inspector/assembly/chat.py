@@ -87,9 +87,7 @@ class ChatDialect(Dialect):
             if len(candidates) != 1 or candidates[0].index != index:
                 return self._any_chunk(number, payload)
             call = choice.open_at[index] = candidates[0]
-        frames = call.frames
-        if not frames or frames[-1] != number:
-            frames.append(number)
+        call.frames.append(number)  # the frame's one entry: nothing touched the call before
         self._append(number, choice, call, fragment)
         usage = payload.get("usage")
         if usage is not None:

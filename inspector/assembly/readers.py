@@ -115,6 +115,7 @@ class SSEReader:
         frames: list[Frame] = []
         add = frames.append
         chunk = None if sinks is None else sinks[0]
+        count = self._count  # kept in self._count around the line reader, which counts too
         for block in blocks:
             # (`10 in` is memchr; `b"\n" in` costs ten times as much on a short block)
             if block[:7] == b"data: {" and 10 not in block:  # the common frame
@@ -129,21 +130,23 @@ class SSEReader:
                 except orjson.JSONDecodeError:
                     pass
                 else:
-                    number = self._count
-                    self._count = number + 1
                     if chunk is None:
-                        add(read_frame(number, block, data, payload, event))
+                        add(read_frame(count, block, data, payload, event))
                     else:
-                        chunk(number, block, data, payload, event)
+                        chunk(count, block, data, payload, event)
+                    count += 1
                     continue
             block = block.lstrip(b"\n")
             if block:
+                self._count = count
                 read = self._read([*block.decode("utf-8", "replace").split("\n"), ""])
+                count = self._count
                 if sinks is None:
                     frames += read
                 else:
                     for frame in read:
                         sinks[1](frame)
+        self._count = count
         return frames
 
     def close(self) -> list[Frame]:
