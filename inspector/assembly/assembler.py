@@ -188,7 +188,7 @@ class Assembler:
     def read_chunk(
         self,
         number: int,
-        block: bytes | str,
+        block: bytes | str | None,
         data: bytes | str,
         payload: dict[str, Any],
         event: str | None,

@@ -58,7 +58,7 @@ class Frame:
     ) -> None:
         self.number = number
         self.kind = kind
-        self._raw: str | bytes = raw
+        self._raw: str | bytes | None = raw
         self._data: str | bytes = data
         self.payload = payload
         self.unterminated = unterminated
@@ -68,9 +68,13 @@ class Frame:
     @property
     def raw(self) -> str:
         raw = self._raw
-        if type(raw) is bytes:  # a frame read from bytes is decoded when asked
-            raw = self._raw = raw.decode("utf-8", "replace")
-        return raw  # type: ignore[return-value]
+        if type(raw) is str:
+            return raw
+        if raw is None:  # a one-line `data: ` block read from bytes
+            raw = self._raw = "data: " + self.data
+        else:  # a frame read from bytes is decoded when asked
+            raw = self._raw = raw.decode("utf-8", "replace")  # type: ignore[union-attr]
+        return raw
 
     @property
     def data(self) -> str:
@@ -84,14 +88,19 @@ class Frame:
 
 
 def read_frame(
-    number: int, block: bytes | str, data: bytes | str, payload: dict[str, Any], event: str | None
+    number: int,
+    block: bytes | str | None,
+    data: bytes | str,
+    payload: dict[str, Any],
+    event: str | None,
 ) -> Frame:
     """The frame of a terminated SSE block read as bytes (`readers.py`'s fast
     path), or of a JSON array's element (text), whose data `data` parsed as
     the object `payload`.  Bytes stay bytes until `raw` or `data` is asked
-    for: a frame costs no decoding unless it is read.  (The data bytes are
-    valid UTF-8, as orjson parsed them; `block`'s other lines, if any, are
-    decoded as the line reader would.)"""
+    for: a frame costs no decoding unless it is read; `block` None is the
+    one-line block `data: ` + data.  (The data bytes are valid UTF-8, as
+    orjson parsed them; `block`'s other lines, if any, are decoded as the
+    line reader would.)"""
     frame = Frame.__new__(Frame)
     frame.number = number
     frame.kind = _kind_of(payload)

@@ -8,6 +8,7 @@ classify each one as it completes, so the assembler can run in the same pass.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -17,12 +18,16 @@ from .lines import BOM, LineSplitter
 
 JSONL_DONE = ("[DONE]", '"[DONE]"')
 _BOM = BOM.encode()
+_DATA = b"data: "
+_NEXT_DATA = b"\n\ndata: "  # a block's end and the next block's data line
 _loads = orjson.loads
 
 
 # What `SSEReader.read` hands frames to: (chunk, frame); see there.
+# `chunk`'s block is None for a one-line block `data: ` + data.
 Sinks = tuple[
-    Callable[[int, bytes, bytes, dict[str, Any], str | None], None], Callable[[Frame], None]
+    Callable[[int, bytes | None, bytes, dict[str, Any], str | None], None],
+    Callable[[Frame], None],
 ]
 
 
@@ -105,11 +110,45 @@ class SSEReader:
             return []
         if self._pending:
             data = self._take_pending() + data
-        blocks = data.split(b"\n\n")
-        last = blocks.pop()
+        parts = data.split(_NEXT_DATA)
+        last = parts.pop()
+        tail = (_DATA + last if parts else last).split(b"\n\n")
+        last = tail.pop()
         if last:
             self._pending = [last]
-        return self._frames_of(blocks, sinks)
+        if not parts:
+            return self._frames_of(tail, sinks)
+        # Split where a blank line is followed by a data line: each part but
+        # the first is then the data of a block, unless it holds line ends.
+        frames = self._frames_of(parts[0].split(b"\n\n"), sinks)
+        frames += self._data_parts(parts, sinks)
+        frames += self._frames_of(tail, sinks)
+        return frames
+
+    def _data_parts(self, parts: list[bytes], sinks: Sinks | None) -> list[Frame]:
+        """The blocks between `\n\ndata: ` and the next: parts[1:] (each a
+        block's data when it holds no LF: a one-line `data: ` block)."""
+        frames: list[Frame] = []
+        chunk = None if sinks is None else sinks[0]
+        count = self._count
+        for part in islice(parts, 1, None):
+            if 10 not in part and part[:1] == b"{":  # the common frame
+                try:
+                    payload = _loads(part)
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    if chunk is None:
+                        frames.append(read_frame(count, None, part, payload, None))
+                    else:
+                        chunk(count, None, part, payload, None)
+                    count += 1
+                    continue
+            self._count = count
+            frames += self._frames_of((_DATA + part).split(b"\n\n"), sinks)
+            count = self._count
+        self._count = count
+        return frames
 
     def _frames_of(self, blocks: list[bytes], sinks: Sinks | None) -> list[Frame]:
         frames: list[Frame] = []

@@ -27,7 +27,11 @@ MIXED = (
     'id: 3\ndata: {"y":2}\n\n'
     "event: only\n\n"
     'data:{"no":"space"}\n\n'
-    'data: {"cut":'
+    'data: {"b":1}\n\n\ndata: {"after three LF":1}\n\n'
+    "data: \n\n"
+    "data: {bad\n\n"
+    'data: {"multi":\ndata: 2}\n\n'
+    'data: {"z":[]}\n\n: between\n\ndata: {"cut":'
 )
 
 INVALID_UTF8 = (
@@ -55,7 +59,7 @@ def test_lf_blocks_read_as_bytes_give_the_frames_of_the_line_reader(pieces):
     lf = MIXED.encode()
     crlf = MIXED.replace("\n", "\r\n").encode()
     expected = frames_of(crlf)
-    assert len(expected) == 12  # `event: only` makes no frame
+    assert len(expected) == 18  # `event: only` and `data: ` make no frame
     assert frames_of(lf, pieces) == expected
 
 
