@@ -40,12 +40,16 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from inspector.assembly import assemble
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this tree's assembler, whatever the venv has installed
+
+from inspector.assembly import assemble  # noqa: E402
 
 try:  # the SDK is a dev dependency; the benchmark still runs without it
     import httpx2
@@ -59,7 +63,6 @@ except ImportError as error:  # pragma: no cover - depends on the venv
 else:
     SDK_MISSING = None
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench-results" / "assemble.json"
 
 TARGETS = {"ours_over_floor_max": 2.0, "sdk_over_ours_min": 10.0, "scaling_4x_max": 4.4}
@@ -287,6 +290,31 @@ def ours(data: bytes) -> Any:
     return assemble(data, fmt="sse")
 
 
+BASE: Any = None  # `--base DIR`: the `inspector.assembly` package of another tree
+
+
+def load_base(tree: Path) -> Any:
+    """Import `tree`'s `inspector/assembly` as a package of its own
+    (`base_assembly`: its modules import each other relatively), so two
+    assemblers are timed side by side in one process."""
+    import importlib.util
+
+    package = tree / "inspector" / "assembly"
+    spec = importlib.util.spec_from_file_location(
+        "base_assembly", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--base: no inspector/assembly package under {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["base_assembly"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def base(data: bytes) -> Any:
+    return BASE.assemble(data, fmt="sse")
+
+
 _CLIENT = None
 
 
@@ -344,6 +372,11 @@ def check_sdk(completion: Any, expected: list[tuple]) -> str:
 # -- measuring -----------------------------------------------------------------
 
 
+# The clock of the timings: wall time, or the process's CPU time (`--cpu`,
+# which leaves out the time other processes held the cores).
+CLOCK: list[Callable[[], float]] = [time.perf_counter]
+
+
 class GCClock:
     """Seconds spent in the cyclic garbage collector, read via `gc.callbacks`."""
 
@@ -355,9 +388,9 @@ class GCClock:
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start = CLOCK[0]()
         else:
-            self.seconds += time.perf_counter() - self._start
+            self.seconds += CLOCK[0]() - self._start
             self.collections[info["generation"]] += 1
 
 
@@ -368,16 +401,16 @@ def timed(fn: Callable[[bytes], Any], data: bytes) -> tuple[float, float, Any]:
     """(wall seconds, of which in the cyclic GC, return value)"""
     gc.collect()
     gc_before = GC_CLOCK.seconds
-    start = time.perf_counter()
+    start = CLOCK[0]()
     value = fn(data)
-    seconds = time.perf_counter() - start
+    seconds = CLOCK[0]() - start
     return seconds, GC_CLOCK.seconds - gc_before, value
 
 
 def measure(key: str, data: bytes, expected: list[tuple], frames: int, args: Any) -> dict:
     """Interleaved rounds: each round runs every contender once, in an order
     rotated round by round so they share the machine's noise."""
-    contenders = ["floor", "ours"] + (["sdk"] if args.sdk else [])
+    contenders = ["floor", "ours"] + (["base"] if BASE else []) + (["sdk"] if args.sdk else [])
     extras = ["to_dict", "ours_gc", "ours_without_gc"]
     times: dict[str, list[float]] = {name: [] for name in contenders + extras}
     sdk_reps = args.reps  # lowered after the first SDK run when it is slow
@@ -388,15 +421,20 @@ def measure(key: str, data: bytes, expected: list[tuple], frames: int, args: Any
             if name == "floor":
                 seconds, _, count = timed(floor, data)
                 assert count == frames - 1, (count, frames)
+            elif name == "base":
+                seconds, _, result = timed(base, data)
+                if round_ == 0:
+                    check_ours(result, expected, frames)
+                del result
             elif name == "ours":
                 seconds, in_gc, result = timed(ours, data)
                 times["ours_gc"].append(in_gc)
                 times["ours_without_gc"].append(seconds - in_gc)
                 if round_ == 0:
                     check_ours(result, expected, frames)
-                start = time.perf_counter()
+                start = CLOCK[0]()
                 result.to_dict()
-                times["to_dict"].append(time.perf_counter() - start)
+                times["to_dict"].append(CLOCK[0]() - start)
                 del result
             else:
                 if sdk_error is not None or len(times["sdk"]) >= sdk_reps:
@@ -503,6 +541,7 @@ def report(streams: dict[str, dict], env: dict[str, Any], args: Any) -> dict[str
     print(
         f"rounds per stream: {args.reps}, contenders alternating; SDK runs: as many as fit "
         f"in {args.sdk_budget:.0f}s per stream (1 to {args.reps}); times: best/median seconds"
+        f" of {'CPU' if args.cpu else 'wall'} time"
     )
     print()
     head = (
@@ -548,6 +587,15 @@ def report(streams: dict[str, dict], env: dict[str, Any], args: Any) -> dict[str
                 f"ours on {key}: cyclic GC {in_gc:.3f}s of the median {total:.3f}s "
                 f"({in_gc / total:.0%}); the rest {rest['best']:.3f}/{rest['median']:.3f}s, "
                 f"{rest['best'] / t['floor']['best']:.2f}x the floor"
+            )
+    for key, info in streams.items():
+        t = info["times"]
+        if t.get("base"):
+            print(
+                f"base on {key}: {fmt_s(t['base'])}s, "
+                f"{fmt_x(ratio(t['base'], t['floor'], 'best'))} the floor; "
+                f"ours/base {ratio(t['ours'], t['base'], 'best'):.3f} "
+                f"(median {ratio(t['ours'], t['base'], 'median'):.3f})"
             )
     for key, info in streams.items():
         print(
@@ -859,12 +907,16 @@ def timed_cpu(fn: Callable[[bytes], Any], data: bytes) -> tuple[float, float]:
 def dialects_round(args: Any) -> None:
     """Each dialect's 100k- and 400k-frame streams, timed in rotated order:
     cost per frame over chat's (target <= 1.5x), and 4x scaling (<= 4.4x),
-    on wall time and on CPU time."""
+    on wall time and on CPU time.  With `--base`, the base tree's assembler
+    runs in the same rounds, each stream right after or before ours."""
     sizes = {"1x": 100_000, "4x": 400_000}
     keys = list(DIALECT_STREAMS)
-    best: dict[str, dict[str, dict[str, float]]] = {"wall": {}, "cpu": {}}
-    for clock in best.values():
-        clock.update({key: {} for key in keys})
+    trees: dict[str, Callable[..., Any]] = {"ours": assemble}
+    if BASE is not None:
+        trees["base"] = BASE.assemble
+    best: dict[str, dict[str, dict[str, dict[str, float]]]] = {
+        tree: {clock: {key: {} for key in keys} for clock in ("wall", "cpu")} for tree in trees
+    }
     frames_of: dict[str, dict[str, int]] = {key: {} for key in keys}
     load_before = os.getloadavg()
     for size, count in sizes.items():
@@ -874,31 +926,42 @@ def dialects_round(args: Any) -> None:
             data, expected = make(count)
             result = assemble(data, fmt=fmt, dialect=dialect)
             check_dialect(result, expected)
+            if BASE is not None:
+                check_dialect(BASE.assemble(data, fmt=fmt, dialect=dialect), expected)
             frames_of[key][size] = result.frames
             inputs[key] = (fmt, dialect, data)
             print(f"{key} {size}: {result.frames:,} frames, {len(data):,} bytes", file=sys.stderr)
+        names = list(trees)
         for round_ in range(args.reps):
             shift = round_ % len(keys)
             for key in keys[shift:] + keys[:shift]:
                 fmt, dialect, data = inputs[key]
-                times = timed_cpu(lambda d, f=fmt, x=dialect: assemble(d, fmt=f, dialect=x), data)
-                for clock, seconds in zip(("wall", "cpu"), times, strict=True):
-                    kept = best[clock][key]
-                    kept[size] = min(kept.get(size, seconds), seconds)
+                for tree in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                    times = timed_cpu(partial(trees[tree], fmt=fmt, dialect=dialect), data)
+                    for clock, seconds in zip(("wall", "cpu"), times, strict=True):
+                        kept = best[tree][clock][key]
+                        kept[size] = min(kept.get(size, seconds), seconds)
         del inputs
         gc.collect()
     load = ", ".join(f"{a:.1f}-{b:.1f}" for a, b in zip(load_before, os.getloadavg(), strict=True))
     print(f"\ndialects: best of {args.reps} rounds, rotated order; per-frame cost over chat's")
     print(f"load average (1, 5, 15 min) before-after: {load}; {os.cpu_count()} CPUs")
-    for clock in ("wall", "cpu"):
-        _dialects_table(clock, best[clock], frames_of, keys)
+    for tree in trees:
+        for clock in ("wall", "cpu"):
+            label = clock if BASE is None else f"{tree} {clock}"
+            _dialects_table(label, best[tree][clock], frames_of, keys)
+    if BASE is not None:
+        print("\nours/base, best CPU time:")
+        for key in keys:
+            mine, theirs = best["ours"]["cpu"][key], best["base"]["cpu"][key]
+            print(f"  {key:14}" + "  ".join(f"{z} {mine[z] / theirs[z]:.3f}" for z in sizes))
 
 
 def _dialects_table(
     clock: str, best: dict[str, dict[str, float]], frames_of: dict[str, dict[str, int]], keys: list
 ) -> None:
     print(
-        f"\n{clock + ' time':14} {'frames 1x':>10} {'s 1x':>8} {'us/frame':>9} {'vs chat':>8}"
+        f"\n{clock + ' time':19} {'frames 1x':>10} {'s 1x':>8} {'us/frame':>9} {'vs chat':>8}"
         f" {'s 4x':>8} {'4x/1x':>7}"
     )
     chat_per_frame = best["chat"]["1x"] / frames_of["chat"]["1x"]
@@ -907,7 +970,7 @@ def _dialects_table(
         ratio = per_frame / chat_per_frame
         scaling = best[key]["4x"] / best[key]["1x"]
         print(
-            f"{key:14} {frames_of[key]['1x']:>10,} {best[key]['1x']:>8.3f} {per_frame * 1e6:>9.2f}"
+            f"{key:19} {frames_of[key]['1x']:>10,} {best[key]['1x']:>8.3f} {per_frame * 1e6:>9.2f}"
             f" {ratio:>7.2f}x {best[key]['4x']:>8.3f} {scaling:>6.2f}x"
             f"  ({verdict(ratio, 1.5, True)} <= 1.5x; scaling {verdict(scaling, 4.4, True)})"
         )
@@ -927,6 +990,16 @@ def main() -> None:
         "--streams", default="a1,b1,a4,b4", help="comma-separated subset of a1,b1,a4,b4"
     )
     parser.add_argument("--profile", choices=sorted(STREAMS), help="cProfile one stream, exit")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU time, not wall time (on a shared machine)",
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="a tree (a git worktree or export) whose assembler is timed in the same rounds",
+    )
     parser.add_argument("--top", type=int, default=25, help="rows of the profile")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument(
@@ -935,6 +1008,11 @@ def main() -> None:
         help="time chat, Responses, Messages, Gemini (SSE and JSON array) 100k/400k-frame streams",
     )
     args = parser.parse_args()
+    if args.cpu:
+        CLOCK[0] = time.process_time
+    if args.base is not None:
+        global BASE
+        BASE = load_base(args.base)
     if args.dialects:
         dialects_round(args)
         return
@@ -974,6 +1052,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "environment": env,
         "rounds": args.reps,
+        "clock": "cpu" if args.cpu else "wall",
         "sdk_budget_seconds": args.sdk_budget,
         "targets": TARGETS,
         "streams": streams,

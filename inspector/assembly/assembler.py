@@ -41,7 +41,7 @@ from .dialect import (
     Dialect,
     dialect_of,
 )
-from .frames import Frame, FrameKind
+from .frames import Frame, FrameKind, read_frame
 from .gemini import GeminiDialect
 from .messages import MessagesDialect
 from .responses import ResponsesDialect
@@ -185,6 +185,32 @@ class Assembler:
         elif kind is FrameKind.PING and self.dialect == MESSAGES:
             self.adapter.ping(frame.number, frame.event)  # type: ignore[attr-defined]
 
+    def read_chunk(
+        self,
+        number: int,
+        block: bytes | str | None,
+        data: bytes | str,
+        payload: dict[str, Any],
+        event: str | None,
+    ) -> None:
+        """`feed` for a frame a reader read and made no `Frame` of
+        (`SSEReader.read`, `JSONArrayReader.read`): a terminated block (or
+        array element) whose data parsed as the object `payload`.  A chunk,
+        while the dialect is decided and before the done frame, goes to the
+        adapter as `feed` would send it; anything else becomes its `Frame`
+        and is fed."""
+        if (
+            self._held is None
+            and self.done_frame is None
+            and payload.get("error") is None
+            and payload.get("object") != "error"
+            and len(payload) != 1  # maybe a ping
+        ):
+            self.frames = number + 1
+            self._chunk(number, payload, event)
+        else:
+            self.feed(read_frame(number, block, data, payload, event))
+
     def _hold(self, frame: Frame) -> None:
         """`auto`: hold frames until one tells the dialect, then replay."""
         held = self._held
@@ -294,6 +320,7 @@ class Assembler:
         self.calls.append(call)
         choice.calls.append(call)
         choice.unsettled.append(call)
+        choice.changed()
         return call
 
     def touch(self, number: int, call: Call) -> None:
@@ -353,10 +380,25 @@ class Assembler:
         id or a name; settle it when its root object closed."""
         scanner = call.scanner
         if fragment:
+            length = scanner.length
             call.fragment_frames.append(number)
-            call.fragment_starts.append(scanner.length)
+            call.fragment_starts.append(length)
             call.pieces.append(fragment)
-            scanner.feed(fragment)
+            if (
+                scanner.in_string
+                and not scanner.escape
+                and '"' not in fragment
+                and "\\" not in fragment
+            ):  # the same string goes on: `ArgumentScanner.feed`'s shortcut, without the call
+                scanner.length = length + len(fragment)
+            else:
+                scanner.feed(fragment)
+            if call.started_frame is not None:  # the hot path: one event per fragment
+                self._log((number, call.position, fragment))
+                if scanner.closed_at is not None and call.settled_frame is None:
+                    if call.id is not None and call.name is not None:
+                        self._settle(number, choice, call)
+                return
         if call.started_frame is None:
             if call.id is None and call.name is None:
                 return
@@ -367,8 +409,6 @@ class Assembler:
             self._event("toolcall_start", number, call)
             if scanner.length:
                 self._event("toolcall_delta", number, call, "".join(call.pieces))
-        elif fragment:  # the hot path: one event per fragment, its fields the bare text
-            self._log((number, call.position, fragment))
         if (
             call.settled_frame is None
             and scanner.closed_at is not None
@@ -395,6 +435,7 @@ class Assembler:
         call.settled_frame = number
         if call in choice.unsettled:
             choice.unsettled.remove(call)
+            choice.changed()
         self._event("settled", number, call)
 
     def drop(self, number: int, choice: int, reason: str) -> None:

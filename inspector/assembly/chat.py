@@ -46,6 +46,54 @@ class ChatDialect(Dialect):
     # -- frames -------------------------------------------------------------
 
     def chunk(self, number: int, payload: dict[str, Any], event: str | None) -> None:
+        """Read one chunk: the plain continuation, most frames of a stream,
+        here and flat; any other frame in `_any_chunk`.
+
+        The plain continuation is one choice whose delta is `{"tool_calls":
+        [{"index": i, "function": {"arguments": s}}]}`, with no finish reason,
+        for the one unsettled call holding index `i`: `s` is appended as
+        `_tool_delta` would (rule 3, one candidate, no identity to apply).
+        The call is found in the choice's `open_at`, which holds it while the
+        set of unsettled calls and their indexes stays the same (see
+        `Choice.changed`); `_candidates` decides when it does not."""
+        core = self.core
+        try:  # each step fails on any other shape (JSON gives dicts, lists, scalars)
+            (item,) = payload["choices"]
+            delta = item["delta"]
+            (entry,) = delta["tool_calls"]
+            function = entry["function"]
+            fragment = function["arguments"]
+            index = entry["index"]
+            choice_index = item["index"]
+            choice = core.choices[choice_index]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return self._any_chunk(number, payload)
+        if (
+            type(fragment) is not str
+            or type(index) is not int
+            or type(choice_index) is not int
+            or index < 0
+            or len(delta) != 1
+            or len(entry) != 2
+            or len(function) != 1
+            or item.get("finish_reason") is not None
+            or core.refusal is not None
+            or payload.get("object") == COMPLETION
+        ):
+            return self._any_chunk(number, payload)
+        call = choice.open_at.get(index)
+        if call is None:
+            candidates = self._candidates(choice, index)
+            if len(candidates) != 1 or candidates[0].index != index:
+                return self._any_chunk(number, payload)
+            call = choice.open_at[index] = candidates[0]
+        call.frames.append(number)  # the frame's one entry: nothing touched the call before
+        self._append(number, choice, call, fragment)
+        usage = payload.get("usage")
+        if usage is not None:
+            core.take_usage(number, usage)
+
+    def _any_chunk(self, number: int, payload: dict[str, Any]) -> None:
         core = self.core
         choices = payload.get("choices")
         if type(choices) is not list:
@@ -246,6 +294,7 @@ class ChatDialect(Dialect):
             if call.index is None:
                 call.index = index
                 choice.held_indexes.add(index)
+                choice.changed()  # the calls holding `index` changed
             elif call.index != index:
                 self.core.anomaly("index_changed", number, call=call)
         return True

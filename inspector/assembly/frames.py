@@ -36,8 +36,8 @@ class Frame:
     __slots__ = (
         "number",
         "kind",
-        "raw",
-        "data",
+        "_raw",
+        "_data",
         "payload",
         "unterminated",
         "parse_failed",
@@ -58,15 +58,59 @@ class Frame:
     ) -> None:
         self.number = number
         self.kind = kind
-        self.raw = raw
-        self.data = data
+        self._raw: str | bytes | None = raw
+        self._data: str | bytes = data
         self.payload = payload
         self.unterminated = unterminated
         self.parse_failed = parse_failed
         self.event = event
 
+    @property
+    def raw(self) -> str:
+        raw = self._raw
+        if type(raw) is str:
+            return raw
+        if raw is None:  # a one-line `data: ` block read from bytes
+            raw = self._raw = "data: " + self.data
+        else:  # a frame read from bytes is decoded when asked
+            raw = self._raw = raw.decode("utf-8", "replace")  # type: ignore[union-attr]
+        return raw
+
+    @property
+    def data(self) -> str:
+        data = self._data
+        if type(data) is bytes:
+            data = self._data = data.decode("utf-8", "replace")
+        return data  # type: ignore[return-value]
+
     def __repr__(self) -> str:
         return f"Frame({self.number}, {self.kind.value}, {self.raw[:40]!r})"
+
+
+def read_frame(
+    number: int,
+    block: bytes | str | None,
+    data: bytes | str,
+    payload: dict[str, Any],
+    event: str | None,
+) -> Frame:
+    """The frame of a terminated SSE block read as bytes (`readers.py`'s fast
+    path), or of a JSON array's element (text), whose data `data` parsed as
+    the object `payload`.  Bytes stay bytes until `raw` or `data` is asked
+    for: a frame costs no decoding unless it is read; `block` None is the
+    one-line block `data: ` + data.  (The data bytes are valid UTF-8, as
+    orjson parsed them; `block`'s other lines, if any, are decoded as the
+    line reader would.)"""
+    frame = Frame.__new__(Frame)
+    frame.number = number
+    frame.kind = _kind_of(payload)
+    frame._raw = block
+    frame._data = data
+    frame.payload = payload
+    frame.unterminated = False
+    frame.parse_failed = False
+    frame.event = event
+    return frame
 
 
 def _is_error_payload(payload: dict[str, Any]) -> bool:

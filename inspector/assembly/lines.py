@@ -32,6 +32,11 @@ class LineSplitter:
     def feed(self, data: bytes) -> list[str]:
         return self._split(self._decoder.decode(data))
 
+    def started(self) -> None:
+        """The stream's first bytes were read elsewhere (a BOM there dropped):
+        a U+FEFF from now on is text."""
+        self._at_start = False
+
     def close(self) -> tuple[list[str], str | None]:
         """Flush the decoder: the remaining complete lines, and the last line
         when the input did not end it (None when it did)."""

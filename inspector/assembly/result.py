@@ -218,6 +218,7 @@ class Choice:
         "by_id",
         "held_indexes",
         "joined",
+        "open_at",
     )
 
     def __init__(self, index: int) -> None:
@@ -232,6 +233,14 @@ class Choice:
         self.by_id: dict[str, Call] = {}
         self.held_indexes: set[int] = set()
         self.joined = [0, 0, 0]  # leading entries `compact` made: text, reasoning, refusal
+        # index -> the one unsettled call holding it, as `_candidates` found
+        # it (the chat adapter's shortcut); emptied whenever `unsettled` or
+        # the index of one of its calls changes (`changed`).
+        self.open_at: dict[int, Call] = {}
+
+    def changed(self) -> None:
+        """`unsettled` changed, or the index one of its calls holds."""
+        self.open_at.clear()
 
     def compact(self) -> None:
         """Join the pieces of text taken since the last `compact` (see

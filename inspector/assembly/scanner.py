@@ -74,14 +74,19 @@ class ArgumentScanner:
             return
         if self.in_string and not self.escape and '"' not in fragment and "\\" not in fragment:
             return  # the same string goes on: nothing structural to see
+        if self.phase == IN_ROOT:  # the common case, without `_scan`'s loop
+            pos = self._scan_root(fragment, 0, base)
+            if 0 <= pos < len(fragment):  # the root closed inside the fragment
+                self._scan(fragment, base, pos)
+            return
         self._scan(fragment, base)
 
     def _invalid(self, offset: int, reason: str) -> None:
         self.invalid_at = offset
         self.invalid_reason = reason
 
-    def _scan(self, text: str, base: int) -> None:
-        pos, end = 0, len(text)
+    def _scan(self, text: str, base: int, pos: int = 0) -> None:
+        end = len(text)
         while pos < end:
             if self.phase == IN_ROOT:
                 pos = self._scan_root(text, pos, base)
