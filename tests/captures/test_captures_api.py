@@ -481,16 +481,17 @@ def test_djangos_own_body_limit_is_a_413_json_too(client, settings):
 
 
 def test_a_failure_while_storing_the_second_stream_leaves_nothing(client, monkeypatch):
-    real = store._store_frames
+    real = store.insert_rows
     calls = []
 
-    def store_frames_then_fail(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("disk on fire")
-        return real(*args, **kwargs)
+    def write_frames_then_fail(model, *args, **kwargs):
+        if model is models.Frame:  # the second stream's frames fail
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("disk on fire")
+        return real(model, *args, **kwargs)
 
-    monkeypatch.setattr(store, "_store_frames", store_frames_then_fail)
+    monkeypatch.setattr(store, "insert_rows", write_frames_then_fail)
     response = client.post(URL, {"file": SimpleUploadedFile("s.har", two_stream_har())})
     assert len(calls) == 2
     assert response.status_code == 500
