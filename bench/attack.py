@@ -1666,7 +1666,7 @@ def crash_category(site: Site, args: argparse.Namespace) -> dict[str, Any]:
 
     data = b"".join(C.chunk(f"u{n} ") for n in range(C.UPLOAD_FRAMES)) + b"data: [DONE]\n\n"
     got, sent, proxy_slug, ingest_slug, stop = [], [], [], [], threading.Event()
-    with site.server("crash") as (base, proc):
+    with site.server("crash", INSPECTOR_MAX_UPLOAD_BYTES=C.UPLOAD_LIMIT) as (base, proc):
         uploader = threading.Thread(target=C.upload, args=(base, data), daemon=True)
         uploader.start()
         time.sleep(C.UPLOAD_HEAD_START_S)
