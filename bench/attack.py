@@ -897,6 +897,7 @@ FILLS = {
     "job": "no-such-job",
     "kind": "sse",
     "group": "{chain}",
+    "chain": "{chain}",  # /api/attempts/<chain> (its parameter was <group> before)
     "upstream": "fake",
     "path": "models",
     "version": "v1beta",
