@@ -889,6 +889,7 @@ SHARE_PAGES = (
     "capture-result",
     "capture-lenses",
     "capture-export",
+    "capture-find",  # Find in arguments: a 303 to a permalink of the same capture
 )
 PUBLIC = ("health", "login", "logout")
 FILLS = {
