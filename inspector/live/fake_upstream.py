@@ -473,7 +473,10 @@ class _Handler(BaseHTTPRequestHandler):
                     self._drop()
                     return
                 write(b"%x\r\n%s\r\n" % (len(frame), frame))
-                served.sent_at.append(time.monotonic())
+                sent = time.monotonic()
+                served.sent_at.append(sent)
+                if number == 0:  # the schedule counts from the first frame as written
+                    started = sent
                 served.frames_sent += 1
             if cut is not None:  # cut after the last frame: no terminating chunk
                 served.ended = "cut"

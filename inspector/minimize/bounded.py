@@ -95,8 +95,18 @@ def _child(send: Connection, job: dict[str, Any], memory_mb: int) -> None:
         detail = f"over the memory limit of {memory_mb} MB"
         send.send_bytes(orjson.dumps({"error": "LensSearchFailed", "detail": detail}))
     except Exception as error:  # told to the parent, raised there again
-        send.send_bytes(orjson.dumps({"error": type(error).__name__, "detail": str(error)}))
+        send.send_bytes(orjson.dumps(_error_message(error, memory_mb)))
     send.close()
+
+
+def _error_message(error: Exception, memory_mb: int) -> dict[str, str]:
+    """What the parent is told of the search's error.  A C extension whose
+    allocation failed under the cap may raise SystemError ("error return
+    without exception set") instead of MemoryError: that is the cap too."""
+    if isinstance(error, SystemError) and "without exception set" in str(error):
+        detail = f"over the memory limit of {memory_mb} MB (SystemError: {error})"
+        return {"error": "LensSearchFailed", "detail": detail}
+    return {"error": type(error).__name__, "detail": str(error)}
 
 
 def _raise(message: dict[str, Any]) -> None:

@@ -78,3 +78,12 @@ def test_a_search_over_its_memory_fails_and_says_so():
     # under a 1 MB cap: the stream is made bigger.
     with pytest.raises(LensSearchFailed, match="memory limit of 1 MB|process died"):
         keep("openai", SPARSE_INDEX * 20000, memory_mb=1, deadline_s=20)
+
+
+def test_a_failed_allocation_told_as_system_error_is_the_memory_cap():
+    from inspector.minimize.bounded import _error_message
+
+    failed = SystemError("error return without exception set")
+    assert "memory limit of 64 MB" in _error_message(failed, 64)["detail"]
+    other = _error_message(SystemError("something else"), 64)
+    assert other == {"error": "SystemError", "detail": "something else"}
