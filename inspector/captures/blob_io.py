@@ -22,7 +22,6 @@ moved into the row by one UPDATE, in the caller's transaction.
 from __future__ import annotations
 
 import binascii
-import mmap
 import os
 from typing import IO
 
@@ -40,7 +39,7 @@ def write_raw(capture: stored.Capture, data: bytes) -> None:
     blocks = (view[start : start + BLOCK] for start in range(0, len(data), BLOCK))
     if connection.vendor == "postgresql":
         _copy_in(stored.Capture, "raw", capture.pk, (bytes(block) for block in blocks), text=False)
-    elif connection.vendor != "sqlite" or not data:
+    elif not data:
         stored.Capture.objects.filter(pk=capture.pk).update(raw=data)
     else:
         _fill(stored.Capture, "raw", capture.pk, len(data), blocks)
@@ -56,10 +55,6 @@ def write_json_text(assembly: stored.Assembly, source: IO[bytes]) -> None:
     blocks = iter(lambda: source.read(BLOCK), b"")
     if connection.vendor == "postgresql":
         _copy_in(stored.Assembly, "result_json", assembly.pk, blocks, text=True)
-    elif connection.vendor != "sqlite":
-        text = _decoded(source, size)
-        stored.Assembly.objects.filter(pk=assembly.pk).update(result_json=text)
-        del text
     else:
         _fill(stored.Assembly, "result_json", assembly.pk, size, blocks)
     assembly.__dict__.pop("result_json", None)  # deferred: a query when read
@@ -98,14 +93,6 @@ def _copy_text(block: bytes) -> bytes:
 
 
 _COPY_ESCAPES = ((b"\\", b"\\\\"), (b"\n", b"\\n"), (b"\r", b"\\r"), (b"\t", b"\\t"))
-
-
-def _decoded(source: IO[bytes], size: int) -> str:
-    """The file's text, decoded from a map of it (held once, as the str)."""
-    if not size:
-        return ""
-    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        return str(view, "utf-8")
 
 
 def _fill(model: type[models.Model], column: str, pk: int, size: int, blocks) -> None:

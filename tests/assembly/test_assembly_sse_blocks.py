@@ -9,6 +9,7 @@ written with CRLF is the reference for the LF one.
 from __future__ import annotations
 
 import pytest
+from test_assembly_sse import read_sse
 
 from inspector.assembly import SSEReader
 
@@ -40,14 +41,7 @@ INVALID_UTF8 = (
 
 
 def frames_of(data: bytes, pieces: int | None = None) -> list[tuple]:
-    reader = SSEReader()
-    frames = []
-    if pieces is None:
-        frames += reader.feed(data)
-    else:
-        for start in range(0, len(data), pieces):
-            frames += reader.feed(data[start : start + pieces])
-    frames += reader.close()
+    frames = read_sse(data, pieces=pieces)
     return [
         (f.number, f.kind, f.raw, f.data, f.payload, f.event, f.unterminated, f.parse_failed)
         for f in frames
