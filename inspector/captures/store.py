@@ -112,23 +112,17 @@ def append_frames(
     arrived_ms: Sequence[float | None],
     did: FrameDid | None = None,
     *,
-    fast: bool = False,
     live: bool = False,
 ) -> None:
-    """Store frames of a live capture as they complete, with what they did
-    (`did`: `frame_did.did_by_frame` of the events they caused); which calls
-    they touched is written when the capture closes.
+    """Store frames as they complete (a live recording's batch, an upload's
+    step), with what they did (`did`: `frame_did.did_by_frame` of the events
+    they caused); which calls they touched is written when the capture closes.
 
-    `fast` (a live recording's batches): through the database's fast path,
-    not `bulk_create` (a model instance per row and an INSERT compiled per
-    batch cost several times the writing): COPY on PostgreSQL, one INSERT of
-    up to 1,000 rows on SQLite when `live` (other threads wait less), else
-    `executemany` (`fast_rows.insert_rows`); the JSON columns get the text
-    the ORM writes (`json.dumps`)."""
-    offset = frames[0].number if frames else 0
-    if not fast:
-        _store_frames(capture, frames, arrived_ms, {}, {}, did or {}, offset=offset)
-        return
+    Through the database's fast path, not `bulk_create` (a model instance per
+    row and an INSERT compiled per batch cost several times the writing):
+    `fast_rows.insert_rows`, COPY on PostgreSQL; on SQLite `executemany`, or
+    INSERTs of many rows when `live` (other threads wait less).  The JSON
+    columns get the text the ORM writes (`json.dumps`)."""
     did, to_json = did or {}, json.dumps
     rows = (
         (capture.pk, frame.number, frame.kind.value, _text(frame.raw), at, "[]", "[]",
@@ -337,18 +331,16 @@ def _store_frames(
     touched: dict[int, list[int]],
     marks: dict[int, list[str]],
     did: FrameDid,
-    *,
-    offset: int = 0,
 ) -> None:
-    """`arrived_ms[i]` is the arrival time of `frames[i]`'s number minus
-    `offset` (so a live batch passes the times of its own frames)."""
+    """A whole stream's frames (`store_stream`); `arrived_ms[n]` is frame
+    n's arrival time."""
     rows = [
         models.Frame(
             capture=capture,
             number=frame.number,
             kind=frame.kind.value,
             raw=_text(frame.raw),
-            arrived_ms=arrived_ms[frame.number - offset] if arrived_ms else None,
+            arrived_ms=arrived_ms[frame.number] if arrived_ms else None,
             calls=touched.get(frame.number, []),
             marks=marks.get(frame.number, []),
             did=did.get(frame.number, []),

@@ -33,10 +33,9 @@ from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
 
-# How a writer's frames are written (`store.append_frames`): through the ORM,
-# or through the database's fast path for a bulk write (an upload) or for a
-# live recording's batches.
-ORM, BULK, LIVE = "orm", "bulk", "live"
+# How a writer's frames are written (`store.append_frames`): as a bulk write
+# (an upload) or as a live recording's batches.
+BULK, LIVE = "bulk", "live"
 
 
 class CaptureWriter:
@@ -54,10 +53,10 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
-        insert: str = ORM,
+        insert: str = BULK,
     ) -> None:
         self.capture = capture
-        self._insert = insert  # how the frames are written: ORM, BULK or LIVE
+        self._insert = insert  # how the frames are written: BULK or LIVE
         self.stream = StreamAssembler(capture.stream_format, POLICIES, dialect=dialect, hint=hint)
         # Why the stream is read in its dialect, told as the frames arrive.
         self._dialect_request = (dialect, hint)
@@ -85,7 +84,7 @@ class CaptureWriter:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         spill: bool = False,
-        insert: str = ORM,
+        insert: str = BULK,
         **meta: Any,
     ) -> CaptureWriter:
         capture = open_capture(stream_format=stream_format, **meta)
@@ -155,7 +154,6 @@ class CaptureWriter:
                 frames,
                 self.last_arrived_ms,
                 self.last_did,
-                fast=self._insert != ORM,
                 live=self._insert == LIVE,
             )
             self._store_dialect()
