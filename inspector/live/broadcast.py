@@ -73,14 +73,17 @@ def frame_entry(
     marks: Sequence[str] = (),
     did: Sequence[Sequence[Any]] | None = None,
     dialect: str = "chat",
+    frames_at: str | None = None,
 ) -> FrameEntry:
     """A frame as a viewer gets it: its row of the capture page's frames
     table (event name and JSON type, calls, marks, what it did, raw text,
     permalink), rendered by the page's own template (through its shape's
-    stamp, `row_stamps`)."""
+    stamp, `row_stamps`); `frames_at`: `frames.frames_path(slug)`, when
+    the caller has it."""
     html = live_row_html(
-        slug, number, kind, raw, arrived_ms, calls=calls, marks=marks, did=did, dialect=dialect
-    )
+        slug, number, kind, raw, arrived_ms,
+        calls=calls, marks=marks, did=did, dialect=dialect, frames_at=frames_at,
+    )  # fmt: skip
     return {"number": number, "html": html}
 
 

@@ -61,13 +61,14 @@ def live_row_html(
     marks: Any = (),
     did: Any = None,
     dialect: str = "chat",
+    frames_at: str | None = None,
 ) -> str:
     """What `frames.live_frame_row` renders for these arguments (the page's
     row for a frame of a live capture), from its shape's stamp."""
     raw = raw.replace("\x00", "\ufffd")
     row = frame_row(
         slug, number, kind, raw[:RAW_SHOWN], len(raw), arrived_ms,
-        calls=calls, marks=marks, did=did, dialect=dialect,
+        calls=calls, marks=marks, did=did, dialect=dialect, frames_at=frames_at,
     )  # fmt: skip
     return stamped(row)
 

@@ -23,7 +23,7 @@ from django.template.loader import get_template
 
 from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
-from inspector.captures.pages.frames import ROW_TEMPLATE
+from inspector.captures.pages.frames import ROW_TEMPLATE, frames_path
 from inspector.captures.pages.live_cards import (
     CARD_TEMPLATE,
     DIALECT_TEMPLATE,
@@ -189,10 +189,11 @@ class LiveCapture:
         slug = self.capture.slug
         did, dialect = self.writer.last_did, self.strict.dialect
         times = self.writer.last_arrived_ms if frames else []
+        frames_at = frames_path(slug)
         entries = [
             frame_entry(slug, f.number, f.kind.value, f.raw, now if at is None else at,
                         calls=notes[f.number][0], marks=notes[f.number][1],
-                        did=did.get(f.number, []), dialect=dialect)
+                        did=did.get(f.number, []), dialect=dialect, frames_at=frames_at)
             for f, at in zip(frames, times, strict=True)
         ]  # fmt: skip
         cards = self.rows.cards(throttle=throttle) if cards else []

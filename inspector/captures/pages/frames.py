@@ -100,7 +100,8 @@ def frame_rows(
 ) -> list[FrameRow]:
     """The table's rows; `call_link(position)` is where a touched call is
     shown; `raw_open`: each frame's raw text shown unfolded (?raw=1)."""
-    return [_frame_row(capture, frame, focus, call_link, raw_open) for frame in frames]
+    frames_at = frames_path(capture.slug)
+    return [_frame_row(capture, frame, focus, call_link, raw_open, frames_at) for frame in frames]
 
 
 def _frame_row(
@@ -109,6 +110,7 @@ def _frame_row(
     focus: int | None,
     call_link: Callable[[int], str],
     raw_open: bool,
+    frames_at: str,
 ) -> FrameRow:
     return frame_row(
         capture.slug,
@@ -124,6 +126,7 @@ def _frame_row(
         did=frame.did,
         dialect=capture.dialect,
         raw_open=raw_open,
+        frames_at=frames_at,
     )
 
 
@@ -142,11 +145,14 @@ def frame_row(
     did: Sequence[Sequence[Any]] | None = None,
     dialect: str = "chat",
     raw_open: bool = False,
+    frames_at: str | None = None,
 ) -> FrameRow:
     """One row of the frames table from a frame's stored fields (`raw_head`:
     the first RAW_SHOWN characters of its raw text, of `raw_length`; `did`:
     its `Frame.did` items, shown parsed in the `dialect`'s terms, written
-    as the frame is stored, live or not).  `did` None: not known, not shown."""
+    as the frame is stored, live or not).  `did` None: not known, not shown.
+    `frames_at`: the capture's `frames_path`, when the caller has it (a
+    caller of many rows looks it up once)."""
     link = call_link or call_card
     marked = [(mark, mark_tone(mark)) for mark in marks]
     tones = {tone for _, tone in marked}
@@ -169,7 +175,7 @@ def frame_row(
         raw_open=raw_open,
         classes=" ".join(classes),
         focus=number == focus,
-        permalink=frame_permalink(slug, number),
+        permalink=f"{frames_at or frames_path(slug)}{number}/#f-{number}",
     )
 
 
@@ -214,7 +220,16 @@ def live_frame_row(
 
 def frame_permalink(slug: str, number: int) -> str:
     """The capture page opened at frame `number`, scrolled to its row."""
-    return f"{_frames_path(get_script_prefix(), slug)}{number}/#f-{number}"
+    return f"{frames_path(slug)}{number}/#f-{number}"
+
+
+def frames_path(slug: str) -> str:
+    """`.../c/<slug>/frames/`, a frame's permalink without its number.  The
+    script prefix is asgiref thread-local state behind a lock: with a thread
+    per live recording, reading it for every row made the threads queue on
+    that lock (most of a 20-capture live run's time), so a caller of many
+    rows reads it once."""
+    return _frames_path(get_script_prefix(), slug)
 
 
 @lru_cache(maxsize=256)
