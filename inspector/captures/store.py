@@ -13,7 +13,7 @@ import json
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from itertools import groupby, repeat
 from operator import itemgetter
 from typing import IO, Any
@@ -113,10 +113,14 @@ def append_frames(
     did: FrameDid | None = None,
     *,
     live: bool = False,
+    calls: dict[int, list[int]] | None = None,
 ) -> None:
     """Store frames as they complete (a live recording's batch, an upload's
     step), with what they did (`did`: `frame_did.did_by_frame` of the events
-    they caused); which calls they touched is written when the capture closes.
+    they caused) and the calls they touched as far as known (`calls`: the
+    positions of the started calls each touched); their marks, and the calls
+    of frames whose calls were not known yet, are written when the capture
+    closes (`close_capture`'s `rewrite`).
 
     Through the database's fast path, not `bulk_create` (a model instance per
     row and an INSERT compiled per batch cost several times the writing):
@@ -124,8 +128,10 @@ def append_frames(
     INSERTs of many rows when `live` (other threads wait less).  The JSON
     columns get the text the ORM writes (`json.dumps`)."""
     did, to_json = did or {}, json.dumps
+    calls_text = {number: to_json(positions) for number, positions in (calls or {}).items()}
     rows = (
-        (capture.pk, frame.number, frame.kind.value, _text(frame.raw), at, "[]", "[]",
+        (capture.pk, frame.number, frame.kind.value, _text(frame.raw), at,
+         calls_text.get(frame.number, "[]"), "[]",
          to_json(did.get(frame.number, [])), carries_text(did.get(frame.number, ())))
         for frame, at in zip(frames, arrived_ms, strict=True)
     )  # fmt: skip
@@ -154,6 +160,8 @@ def close_capture(
     finished: bool = True,
     spills: dict[str, EventSpill] | None = None,
     untitled: Callable[[models.Capture], str] | None = None,
+    rewrite: Set[int] | None = None,
+    late_did: FrameDid | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Write what the assembly of a finished capture says (`model`: its
@@ -166,9 +174,16 @@ def close_capture(
     `finished=False` (an upload) leaves `finished` unset.  `untitled` names a
     capture left without a title, from its summary: here, before its raw
     bytes are written, since on SQLite any later UPDATE of the row builds
-    the whole row in memory again, raw bytes included."""
-    _update_frame_marks(capture, results[STRICT])
+    the whole row in memory again, raw bytes included.  `rewrite`: when
+    the frames were stored with the calls they touched (`append_frames`'s
+    `calls`), the frames whose calls may have changed since; only they and
+    the marked frames are written again.  None: every frame's are.
+    `late_did`: items of frames stored before the events that name them
+    were filed (the end's own: a missing `[DONE]` names the last frame),
+    added to what those frames did."""
+    _update_frame_marks(capture, results[STRICT], rewrite)
     with writing(), transaction.atomic():
+        _add_frame_did(capture, late_did or {})
         for field, value in {**_summary(data, model, results), **_clean_meta(meta)}.items():
             setattr(capture, field, value)
         if untitled is not None and not capture.title:
@@ -182,14 +197,27 @@ def close_capture(
     return capture
 
 
-def _update_frame_marks(capture: models.Capture, result: Result) -> None:
-    """Write each frame's calls and marks: one UPDATE per run of frames that
-    share a value (a call's fragments are mostly one long run), at most
-    BATCH frames per transaction.  (`bulk_update`, a CASE per row, took
-    4x the whole upload's time for 100k tool-call frames.)  The frames of
-    each value are kept as an array of numbers (8 bytes a frame)."""
+def _add_frame_did(capture: models.Capture, late: FrameDid) -> None:
+    """Append `late`'s items to the stored frames' `did` (a few frames)."""
+    for frame in capture.frames.filter(number__in=list(late)).only("number", "did"):
+        did = [*frame.did, *late[frame.number]]
+        capture.frames.filter(pk=frame.pk).update(did=did, has_text=carries_text(did))
+
+
+def _update_frame_marks(
+    capture: models.Capture, result: Result, rewrite: Set[int] | None = None
+) -> None:
+    """Write each frame's calls and marks (with `rewrite`, only those of the
+    marked frames and of the frames it holds: see `close_capture`): one
+    UPDATE per run of frames that share a value (a call's fragments are
+    mostly one long run), at most BATCH frames per transaction.
+    (`bulk_update`, a CASE per row, took 4x the whole upload's time for 100k
+    tool-call frames.)  The frames of each value are kept as an array of
+    numbers (8 bytes a frame)."""
     groups: dict[tuple, array[int]] = {}
     for number, calls, kinds in _frame_values(result):
+        if rewrite is not None and not kinds and number not in rewrite:
+            continue  # stored with these calls, and no mark
         numbers = groups.get((calls, kinds))
         if numbers is None:
             numbers = groups[(calls, kinds)] = array("q")

@@ -37,6 +37,10 @@ from .store import append_frames, close_capture, model_name, open_capture
 # (an upload) or as a live recording's batches.
 BULK, LIVE = "bulk", "live"
 
+# Frames touched after they were stored, at most, before the close writes
+# every frame's calls again instead of keeping their numbers.
+LATE_TOUCHES = 100_000
+
 
 class CaptureWriter:
     """Open with `CaptureWriter.open(...)`, then `feed` / `flush` as the
@@ -74,6 +78,17 @@ class CaptureWriter:
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
         self.last_arrived_ms: list[float | None] = []  # when each of them arrived
+        # The calls each frame touched, written with the frame (`_touched`).
+        self.last_calls: dict[int, list[int]] = {}
+        self._touches_taken: list[int] = []  # per started call: its frames already taken
+        self._stored_next = 0  # the number of the first frame not yet taken
+        # The stored frames that a call touched after they were stored (a
+        # held frame assembled later); None once it grew past LATE_TOUCHES or
+        # the writer took over stored frames (`replay`): every frame's calls
+        # are written again at the close.
+        self._late: set[int] | None = set()
+        # What frames stored already did, filed after them (`close_capture`).
+        self._late_did: FrameDid = {}
 
     @classmethod
     def open(
@@ -113,6 +128,8 @@ class CaptureWriter:
         frames = self.feed(data)
         self.pending, self._pending_ms = [], []
         self._frames_did()  # their events were filed by the process that stored them
+        self._touched(frames)  # their calls were written by the process that stored them
+        self._late = None  # which, as its own calls touched them later, this one can't know
         if frames and not self.model:
             self.model = model_name(frames)
         if frames and self.basis == ASSUMED:
@@ -138,6 +155,10 @@ class CaptureWriter:
         frames, self.pending = self.pending, []
         times, self._pending_ms = self._pending_ms, []
         self.last_did = self._frames_did()
+        stored = self._stored_next  # the frames numbered below it are stored
+        for number in [number for number in self.last_did if number < stored]:
+            self._late_did.setdefault(number, []).extend(self.last_did.pop(number))
+        self.last_calls = self._touched(frames)
         self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
         if frames:
             if not self.model:
@@ -155,6 +176,7 @@ class CaptureWriter:
                 self.last_arrived_ms,
                 self.last_did,
                 live=self._insert == LIVE,
+                calls=self.last_calls,
             )
             self._store_dialect()
 
@@ -178,6 +200,43 @@ class CaptureWriter:
         self._events_filed = len(events)
         started = self.strict.started
         return did_by_frame(new, lambda position: started[position].name, self._did_seen)
+
+    def _touched(self, frames: list[Frame]) -> dict[int, list[int]]:
+        """The started calls each of `frames` touched (the strict
+        assembler's `Call.frames` entries since the last take); an entry
+        for a frame taken before goes to `_late`.  Positions in order, as
+        `store._frame_values` lists them."""
+        first = self._stored_next
+        if frames:
+            self._stored_next = frames[-1].number + 1
+        last = self._stored_next - 1
+        taken, started, late = self._touches_taken, self.strict.started, self._late
+        taken.extend([0] * (len(started) - len(taken)))
+        touched: dict[int, list[int]] = {}
+        for position, call in enumerate(started):
+            numbers = call.frames
+            if len(numbers) == taken[position]:
+                continue
+            for number in numbers[taken[position] :]:
+                if first <= number <= last:
+                    touched.setdefault(number, []).append(position)
+                elif late is not None:
+                    late.add(number)
+            taken[position] = len(numbers)
+        if late is not None and len(late) > LATE_TOUCHES:
+            self._late = None
+        return touched
+
+    def _rewrite(self) -> set[int] | None:
+        """The frames whose stored calls may be wrong at the close (see
+        `close_capture`): those touched late, and those of the calls that
+        never started (their positions are given at the end); None: all."""
+        if self._late is None:
+            return None
+        rewrite = set(self._late)
+        for call in self.strict.finish().calls[len(self._touches_taken) :]:
+            rewrite.update(call.frames)
+        return rewrite
 
     def finish(
         self,
@@ -210,6 +269,8 @@ class CaptureWriter:
                 finished=finished,
                 spills=self._spills,
                 untitled=untitled,
+                rewrite=self._rewrite(),
+                late_did=self._late_did,
                 **meta,
             )
         finally:

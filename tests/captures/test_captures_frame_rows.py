@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html as html_module
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,6 +92,61 @@ def test_an_upload_in_many_batches_files_the_same_rows_as_one_store(settings):
             whole.frames.values_list("did", "has_text")
         )
         assert any(did for did, _ in whole.frames.values_list("did", "has_text"))
+
+
+# Arguments before their call's header: frames 0 and 1 are held, and become
+# the call's only when frame 2 names it, after the batches that stored them.
+ARGUMENTS_BEFORE_ID = sse(
+    chunk(tool(0, args='{"city":')),
+    chunk(tool(0, args='"Paris"')),
+    chunk(tool(0, "call_A", "get_weather")),
+    chunk(tool(1, "call_B", "search", '{"q":"x"}')),
+    chunk(tool(0, args="}")),
+    chunk(finish="tool_calls"),
+    DONE,
+)
+OWN_CASES = sorted(
+    path
+    for folder in ("responses", "messages", "gemini")
+    for path in (Path(__file__).parent.parent / "conformance" / folder).glob("*.sse")
+)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_the_calls_and_marks_of_frames_stored_batch_by_batch_match_one_store(settings, batch):
+    """The writer stores each frame with the calls it touched as far as
+    known, and the close writes again only what changed since (a frame
+    touched late, the frames of calls that never started, the marked
+    ones): the rows end as a store of the whole stream writes them."""
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = batch
+    streams = [CHAT, ARGUMENTS_BEFORE_ID, many_frames(7, drop_every=3)]
+    streams += [path.read_bytes() for path in OWN_CASES]
+    for data in streams:
+        whole, batched = store_stream(data, stream_format="sse"), upload(data)
+        assert rows(batched) == rows(whole), data[:200]
+
+
+def rows(capture) -> list[tuple]:
+    """(number, calls, marks, did) of each frame; an anomaly item's call as a
+    batch filed before the call started knows it (None: `frame_did`)."""
+    fields = ("number", "calls", "marks", "did")
+    return [
+        (*row[:3], [item[:2] if item[0] == "anomaly" else item for item in row[3]])
+        for row in capture.frames.order_by("number").values_list(*fields)
+    ]
+
+
+def test_what_the_end_of_a_stream_did_reaches_a_frame_stored_before_it(settings):
+    """A missing `[DONE]` is an anomaly of the last frame, found only when
+    the input ends, after a batch stored that frame: it is added to it."""
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 1
+    data = sse(chunk(tool(0, "call_A", "f", "{}")), chunk(finish="tool_calls"))
+    last = upload(data).frames.get(number=1)
+    assert last.marks == ["missing_done"]
+    assert last.did == [["finish", 0, "tool_calls"], ["anomaly", "missing_done", None]]
+    first = upload(ARGUMENTS_BEFORE_ID).frames.order_by("number").values_list("calls", flat=True)
+    assert list(first)[:3] == [[0], [0], [0]]
+    assert len(OWN_CASES) > 40
 
 
 def test_responses_rows_in_responses_terms(client):
