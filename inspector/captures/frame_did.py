@@ -53,18 +53,34 @@ def did_by_frame(
     did: FrameDid = {}
     seen = {} if seen is None else seen
     for event in events:
-        if type(event) is tuple:
+        if type(event) is tuple:  # a bare fragment, the most common item
             frame, position, text = event
-            item = ["args", position, name_of(position) or "", *_cut(text)]
-        else:
-            frame, item = event.frame, _item(event)  # type: ignore[union-attr]
-            if item is not None and item[0] == "usage":
-                if item[1] == seen.get("usage"):
-                    continue
-                seen["usage"] = item[1]
+            did_at = did.get(frame)
+            if did_at is None:
+                did_at = did[frame] = []
+            did_at.append(_args_item(position, name_of(position), text))
+            continue
+        frame, item = event.frame, _item(event)  # type: ignore[union-attr]
+        if item is not None and item[0] == "usage":
+            if item[1] == seen.get("usage"):
+                continue
+            seen["usage"] = item[1]
         if frame is not None and item is not None:
             did.setdefault(frame, []).append(_nul_free(item))
     return did
+
+
+def _args_item(position: int, name: str | None, text: str) -> list[Any]:
+    """`["args", call, name, text, cut]` of a bare fragment, NUL-free: what
+    `_nul_free` of the general item gives, in one call."""
+    name = name or ""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if "\x00" in name:
+        name = name.replace("\x00", "\ufffd")
+    if len(text) <= ITEM_TEXT:
+        return ["args", position, name, text, 0]
+    return ["args", position, name, text[:ITEM_TEXT], len(text) - ITEM_TEXT]
 
 
 def _nul_free(item: list[Any]) -> list[Any]:

@@ -225,10 +225,9 @@ def frame_permalink(slug: str, number: int) -> str:
 
 def frames_path(slug: str) -> str:
     """`.../c/<slug>/frames/`, a frame's permalink without its number.  The
-    script prefix is asgiref thread-local state behind a lock: with a thread
-    per live recording, reading it for every row made the threads queue on
-    that lock (most of a 20-capture live run's time), so a caller of many
-    rows reads it once."""
+    script prefix is asgiref thread-local state behind a lock, which the
+    threads of many live recordings queue on when each row reads it, so a
+    caller of many rows reads it once."""
     return _frames_path(get_script_prefix(), slug)
 
 
