@@ -11,7 +11,7 @@ lays down.  Nothing here imports Django, a database or the network.
     result.to_dict()   # the document `manage.py assemble` prints
 """
 
-from .assembler import LENIENT, POLICIES, STRICT, Assembler
+from .assembler import LENIENT, POLICIES, STRICT, STRICT_ONLY_REFUSALS, Assembler, lenient_twin
 from .dialect import AUTO_DIALECT, DIALECTS, dialect_from_url, dialect_of
 from .errors import UnreadableInput
 from .formats import AUTO, FORMATS, HAR, JSON_ARRAY, JSONL, SSE, detect_format
@@ -47,6 +47,8 @@ __all__ = [
     "HAR",
     "JSONL",
     "LENIENT",
+    "STRICT_ONLY_REFUSALS",
+    "lenient_twin",
     "POLICIES",
     "REFUSAL_CODES",
     "RETRYABLE",

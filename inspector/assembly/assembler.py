@@ -51,6 +51,22 @@ from .scanner import BLANK
 STRICT = "strict"
 LENIENT = "lenient"
 POLICIES = (STRICT, LENIENT)
+# The refusals only strict makes: the one rule the policies differ in (spec
+# section 8, and Messages' spliced stream in the dialects).  Until strict
+# makes one of them, lenient reads a stream exactly as strict does, so
+# `lenient_twin` can give lenient's result without a second assembly.
+STRICT_ONLY_REFUSALS = frozenset({"AMBIGUOUS_CONTINUATION", "SPLICED_STREAM"})
+
+
+def lenient_twin(strict: Result) -> Result | None:
+    """Lenient's result for the stream that gave `strict`: the same result
+    under lenient's name when strict made none of STRICT_ONLY_REFUSALS;
+    None when it did (lenient went on from there, and only reading the
+    stream again under lenient tells how)."""
+    if strict.refusal is not None and strict.refusal.code in STRICT_ONLY_REFUSALS:
+        return None
+    return strict.as_policy(LENIENT)
+
 
 ADAPTERS: dict[str, type[Dialect]] = {
     CHAT: ChatDialect,

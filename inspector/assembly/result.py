@@ -8,6 +8,7 @@ calls that never start), so numbers are given out when the result is built.
 
 from __future__ import annotations
 
+import copy
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
@@ -495,6 +496,13 @@ class Result:
     @property
     def outcome(self) -> str:
         return "ok" if self.refusal is None else "refused"
+
+    def as_policy(self, policy: str) -> Result:
+        """This result under another policy's name, sharing all it holds
+        (its events too: draining one drains both)."""
+        twin = copy.copy(self)
+        twin.policy = policy
+        return twin
 
     @property
     def choice0(self) -> Choice | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .assembler import STRICT, Assembler
+from .assembler import LENIENT, STRICT, Assembler, lenient_twin
 from .dialect import AUTO_DIALECT, dialect_from_url
 from .errors import UnreadableInput
 from .formats import (
@@ -197,13 +197,23 @@ def read_stream(
     hint: str | None = None,
 ) -> tuple[list[Frame], dict[str, Result]]:
     """Read a stream (`sse`, `jsonl` or `json-array`) once: all its frames,
-    and one result per policy.  Keeps every frame; `assemble` keeps none."""
-    stream = StreamAssembler(fmt, policies, dialect=dialect, hint=hint)
+    and one result per policy.  Keeps every frame; `assemble` keeps none.
+    Lenient asked for beside strict is strict's twin (`lenient_twin`), read
+    again only where the policies parted."""
+    policies = tuple(policies)
+    follows = LENIENT in policies and STRICT in policies
+    read = tuple(policy for policy in policies if not (follows and policy == LENIENT))
+    stream = StreamAssembler(fmt, read, dialect=dialect, hint=hint)
     frames: list[Frame] = []
     for piece in slices(body, chunk_bytes or len(body) or 1):
         frames.extend(stream.feed(piece))
     frames.extend(stream.close())
-    return frames, stream.results
+    results = stream.results
+    if follows:
+        results[LENIENT] = lenient_twin(results[STRICT]) or _assemble_as(
+            fmt, body, LENIENT, chunk_bytes, dialect, hint
+        )
+    return frames, {policy: results[policy] for policy in policies}
 
 
 def assemble(

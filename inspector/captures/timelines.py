@@ -51,6 +51,18 @@ def add_refusal(out: Timelines, refusal: dict[str, Any] | None) -> None:
         )
 
 
+def with_refusal(out: Timelines, refusal: dict[str, Any] | None) -> Timelines:
+    """`out` with the document's refusal noted (`add_refusal`), `out` itself
+    unchanged: the spill of events two policies share is read by both."""
+    if not refusal or refusal["call"] is None:
+        return out
+    noted = new_timelines()
+    noted.update(out)
+    noted[refusal["call"]] = list(out.get(refusal["call"], []))
+    add_refusal(noted, refusal)
+    return noted
+
+
 def timelines(events: Iterable[dict[str, Any]], refusal: dict[str, Any] | None) -> Timelines:
     """Per call, the events that tell how its identity evolved."""
     out = new_timelines()

@@ -1,8 +1,9 @@
 """A capture written while its bytes are read: the one pipeline of live
 recordings (`live/session.LiveCapture`) and of uploads (`intake.py`).
 
-`feed(bytes)` runs the bytes through the assembler (every policy, one pass)
-and holds the frames they completed; `flush()` stores the held frames;
+`feed(bytes)` runs the bytes through the strict assembler (one pass; the
+lenient result is strict's twin, read again only where the policies part:
+`_results`) and holds the frames they completed; `flush()` stores the held frames;
 `finish()` stores the rest, the assemblies and the capture's summary.  The
 caller decides the transactions: a live recording stores each batch of
 reads (`take` then `store`, the rows rendered in between, outside the
@@ -25,7 +26,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inspector.assembly import AUTO_DIALECT, POLICIES, STRICT, Frame, StreamAssembler
+from inspector.assembly import (
+    AUTO_DIALECT,
+    LENIENT,
+    STRICT,
+    Frame,
+    Result,
+    StreamAssembler,
+    lenient_twin,
+    slices,
+)
 
 from . import models
 from .dialects import ASSUMED, dialect_basis
@@ -36,6 +46,9 @@ from .store import append_frames, close_capture, model_name, open_capture
 # How a writer's frames are written (`store.append_frames`): as a bulk write
 # (an upload) or as a live recording's batches.
 BULK, LIVE = "bulk", "live"
+
+# Bytes fed at a time when lenient reads a stream again (`_read_lenient`).
+READ_SLICE = 64 * 1024
 
 # Frames touched after they were stored, at most, before the close writes
 # every frame's calls again instead of keeping their numbers.
@@ -61,7 +74,8 @@ class CaptureWriter:
     ) -> None:
         self.capture = capture
         self._insert = insert  # how the frames are written: BULK or LIVE
-        self.stream = StreamAssembler(capture.stream_format, POLICIES, dialect=dialect, hint=hint)
+        # Strict only: lenient is strict's twin unless they part (`_results`).
+        self.stream = StreamAssembler(capture.stream_format, (STRICT,), dialect=dialect, hint=hint)
         # Why the stream is read in its dialect, told as the frames arrive.
         self._dialect_request = (dialect, hint)
         self.basis = dialect_basis((), dialect, hint)
@@ -73,7 +87,7 @@ class CaptureWriter:
         self._pending_ms: list[float | None] = []  # the arrival time of each pending frame
         self._keep_bytes = keep_bytes
         self._chunks: list[bytes] = []
-        self._spills = {policy: EventSpill() for policy in POLICIES} if spill else None
+        self._spills = {STRICT: EventSpill()} if spill else None
         self._events_filed = 0  # strict events already filed by frame (`_frames_did`)
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
@@ -265,7 +279,7 @@ class CaptureWriter:
                 self.capture,
                 raw,
                 self.model,
-                self.stream.results,
+                self._results(raw),
                 finished=finished,
                 spills=self._spills,
                 untitled=untitled,
@@ -277,9 +291,36 @@ class CaptureWriter:
             self.discard()
         return capture, last
 
+    def _results(self, raw: bytes) -> dict[str, Result]:
+        """Both policies' results: lenient as strict's twin, sharing its
+        events (and their spill), or, where strict made a refusal lenient
+        does not, read again from the stream's bytes (`raw`)."""
+        strict = self.stream.results[STRICT]
+        lenient = lenient_twin(strict)
+        if lenient is None:
+            lenient = self._read_lenient(raw)
+        elif self._spills is not None:
+            self._spills[LENIENT] = self._spills[STRICT]
+        return {STRICT: strict, LENIENT: lenient}
+
+    def _read_lenient(self, raw: bytes) -> Result:
+        """The lenient assembly of the whole stream, its events spilled a
+        slice at a time as the writer spills strict's."""
+        dialect, hint = self._dialect_request
+        stream = StreamAssembler(self.capture.stream_format, (LENIENT,), dialect=dialect, hint=hint)
+        (assembler,) = stream.assemblers.values()
+        spill = None if self._spills is None else self._spills.setdefault(LENIENT, EventSpill())
+        for piece in slices(raw, READ_SLICE):
+            stream.feed(piece)
+            if spill is not None:
+                spill.add(assembler.events.drain())
+                stream.compact()
+        stream.close()
+        return stream.results[LENIENT]
+
     def discard(self) -> None:
         """Free the spilled events (temporary files); an upload given up calls it."""
-        for spill in (self._spills or {}).values():
+        for spill in {id(spill): spill for spill in (self._spills or {}).values()}.values():
             spill.close()
 
 

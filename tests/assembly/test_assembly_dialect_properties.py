@@ -6,11 +6,20 @@ nothing."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.assembly import ANOMALY_KINDS, KINDS, REFUSAL_CODES, assemble
+from inspector.assembly import (
+    ANOMALY_KINDS,
+    KINDS,
+    LENIENT,
+    REFUSAL_CODES,
+    STRICT_ONLY_REFUSALS,
+    assemble,
+    lenient_twin,
+)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -258,3 +267,46 @@ def test_json_array_elements_with_brackets_in_strings_read_the_same_cut_anywhere
     assert assemble(data, fmt="json-array", dialect="gemini", chunk_bytes=size).to_dict() == whole
     if not cut:
         assert whole["text"] == "".join(texts)
+
+
+# -- lenient as strict's twin ---------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+STREAM_FILES = sorted(
+    path
+    for folder in ("tests/conformance", "tests/assembly/fixtures", "inspector/captures/demo")
+    for path in (ROOT / folder).rglob("*")
+    if path.suffix in (".sse", ".jsonl", ".json") and not path.name.endswith(".expect.json")
+)
+
+
+def twin_is_lenient(data: bytes, fmt: str = "auto", dialect: str = "auto") -> bool:
+    """Strict's twin is lenient's own result, or strict made a refusal only
+    strict makes; whether the policies parted."""
+    strict = assemble(data, fmt=fmt, dialect=dialect)
+    lenient = assemble(data, fmt=fmt, dialect=dialect, policy=LENIENT)
+    twin = lenient_twin(strict)
+    if twin is None:
+        assert strict.refusal.code in STRICT_ONLY_REFUSALS
+        return True
+    assert twin.to_dict() == lenient.to_dict()
+    return False
+
+
+def test_lenient_is_strict_twin_on_every_stream_file_short_of_a_strict_only_refusal():
+    parted = [path.name for path in STREAM_FILES if twin_is_lenient(path.read_bytes())]
+    assert len(STREAM_FILES) > 70
+    assert "ambiguous_continuation.sse" in parted  # the demo and the fixture
+
+
+@SETTINGS
+@given(
+    st.one_of(
+        responses_streams().map(lambda data: (data, "sse", "responses")),
+        messages_streams().map(lambda data: (data, "sse", "messages")),
+        gemini_sse().map(lambda data: (data, "sse", "gemini")),
+        gemini_arrays().map(lambda data: (data, "json-array", "gemini")),
+    )
+)
+def test_lenient_is_strict_twin_on_generated_dialect_streams(stream):
+    twin_is_lenient(*stream)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streams import CALL_EVENT_TYPES, DONE, EVENT_TYPES, OMIT, USAGE, chunk, data_line, sse, tool
 
-from inspector.assembly import ANOMALY_KINDS, StreamAssembler, assemble
+from inspector.assembly import ANOMALY_KINDS, StreamAssembler, assemble, lenient_twin
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -270,6 +270,10 @@ def test_lenient_equals_strict_whenever_it_made_no_guess(data):
         strict.pop("policy")
         lenient.pop("policy")
         assert lenient == strict
+    twin = lenient_twin(assemble(data, fmt="sse"))
+    assert (twin is None) == guessed
+    if twin is not None:
+        assert twin.to_dict() == whole(data, "lenient")
 
 
 @SETTINGS

@@ -6,10 +6,12 @@ links and query counts, and escaping of every new field."""
 from __future__ import annotations
 
 import html as html_module
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from capture_streams import DONE, chunk, sse, tool
 from dialect_streams import GEMINI_OK, MESSAGES_OK, RESPONSES_OK
@@ -21,7 +23,7 @@ from inspector.captures.intake import store_upload
 from inspector.captures.pages.frame_filter import filtered_frames, frame_filter
 from inspector.captures.pages.frame_summary import did_groups
 from inspector.captures.pages.frames import FRAMES_PER_PAGE, live_frame_row
-from inspector.captures.store import store_stream
+from inspector.captures.store import json_column, store_stream
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
@@ -405,3 +407,15 @@ def test_a_nul_in_text_or_arguments_is_kept_as_the_replacement_character():
     assert ["text", 0, "a\ufffdb", 0] in items
     assert ["id", 0, "read", "call_\ufffd"] in items
     assert ["args", 0, "read", '{"p":"\ufffd"}', 0] in items
+
+
+@pytest.mark.parametrize(
+    "value", [[["args", 0, "f", 'a"\\\u00e9\U0001f600', 0]], [0, 1], [["text", 0, "\ud800", 0]]]
+)
+def test_a_json_column_is_json_text_of_the_value_even_where_orjson_refuses_it(value):
+    """Compact orjson text; a lone surrogate (which orjson refuses) escaped by
+    the standard library instead of failing the frame's row."""
+    text = json_column(value)
+    assert json.loads(text) == value
+    if value != [["text", 0, "\ud800", 0]]:
+        assert text == orjson.dumps(value).decode()

@@ -1,0 +1,64 @@
+"""The stored lenient assembly when the writer reads a stream under strict only
+(`CaptureWriter._results`): strict's twin, sharing its events and their spill,
+or read again from the bytes where strict made a refusal lenient does not
+make.  Either way it is what assembling the stream under lenient stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from inspector.assembly import LENIENT, STRICT, assemble
+from inspector.captures.intake import store_upload
+from inspector.captures.models import Capture
+
+pytestmark = pytest.mark.django_db
+
+HERE = Path(__file__).resolve().parent
+STREAMS = {
+    # strict refuses AMBIGUOUS_CONTINUATION: lenient guesses and goes on
+    "ambiguous": (HERE.parents[1] / "inspector/captures/demo/ambiguous_continuation.sse"),
+    # strict refuses SPLICED_STREAM: lenient closes the first message and goes on
+    "spliced": HERE.parent / "conformance/messages/spliced_message_start_strict.sse",
+    # refused by both alike, naming a call (its timeline notes the refusal): the twin
+    "conflict": HERE.parent / "conformance/gemini/different_name_while_streaming_conflict.sse",
+    "cut": HERE.parent / "conformance/responses/cut_before_terminal_incomplete_stream.sse",
+    "ok": HERE.parent / "conformance/gemini/parallel_whole_calls_with_ids.sse",
+}
+
+CALL_FIELDS = ("position", "call_id", "name", "arguments_text", "fragment_count", "timeline")
+
+
+def stored_assembly(capture: Capture, policy: str) -> tuple:
+    assembly = capture.assemblies.get(policy=policy)
+    calls = list(assembly.calls.order_by("position").values_list(*CALL_FIELDS))
+    return orjson.loads(assembly.result_json), assembly.outcome, assembly.refusal_code, calls
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+@pytest.mark.parametrize("batch", [1, 1000])
+def test_the_stored_lenient_assembly_is_lenient_s_own(settings, name, batch):
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = batch  # 1: every frame's events spilled apart
+    data = STREAMS[name].read_bytes()
+    (capture,) = store_upload(data, name=f"{name}.sse")
+    for policy in (STRICT, LENIENT):
+        document, outcome, code, calls = stored_assembly(capture, policy)
+        expected = assemble(data, fmt="sse", policy=policy).to_dict()
+        assert document == expected
+        assert (outcome, code) == (expected["outcome"], (expected["refusal"] or {}).get("code", ""))
+        assert [call[:4] for call in calls] == [
+            (position, c["id"] or "", c["name"] or "", c["arguments_text"])
+            for position, c in enumerate(expected["calls"])
+        ]
+    strict, lenient = (stored_assembly(capture, policy) for policy in (STRICT, LENIENT))
+    parted = name in ("ambiguous", "spliced")
+    assert (strict[0]["events"] != lenient[0]["events"]) == parted
+    # The refusal is noted once on the call it names, whichever policy is stored last.
+    for document, _, _, calls in (strict, lenient):
+        named = (document["refusal"] or {}).get("call")
+        for call in calls:
+            noted = [entry["event"] for entry in call[5]].count("refusal")
+            assert noted == (call[0] == named)
+    assert capture.lenient_outcome == lenient[1]
