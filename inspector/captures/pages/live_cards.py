@@ -84,25 +84,23 @@ class FragmentTrail:
         self.length = 0  # characters of arguments so far
         self.first_frame: int | None = None
         self.tail = ""  # the last WINDOW characters so far
-        self.newest: deque[tuple[Fragment, str]] = deque(maxlen=FRAGMENTS_PER_PAGE)
+        # The newest page: each fragment's Fragment fields as a tuple (a model
+        # instance is made only for a row shown: most are pushed out unseen)
+        # and the text before it.
+        self.newest: deque[tuple[tuple, str]] = deque(maxlen=FRAGMENTS_PER_PAGE)
 
     def take(self, call: AssembledCall) -> None:
         """The call's fragments not taken yet."""
+        scanner, pieces = self.scanner, self.pieces
         for frame, offset, text in call.iter_fragments(self.count):
-            self.scanner.feed(text)
-            fragment = Fragment(
-                seq=self.count,
-                frame=frame,
-                offset=offset,
-                text=fragment_text(text),
-                depth=self.scanner.depth,
-                in_string=self.scanner.in_string,
-                complete=self.scanner.closed,
-                invalid_from=self.scanner.invalid_at,
-                state=self.pieces.add(text) if self.pieces is not None else "",
-            )
-            self.newest.append((fragment, self.tail))
-            self.tail = (self.tail + fragment.text)[-WINDOW:]
+            scanner.feed(text)
+            stored = fragment_text(text)
+            fields = (
+                self.count, frame, offset, stored, scanner.depth, scanner.in_string,
+                scanner.closed, scanner.invalid_at, pieces.add(text) if pieces is not None else "",
+            )  # fmt: skip
+            self.newest.append((fields, self.tail))
+            self.tail = (self.tail + stored)[-WINDOW:]
             self.length += len(text)
             self.count += 1
             if self.first_frame is None:
@@ -110,7 +108,17 @@ class FragmentTrail:
 
     def shown(self, start: int) -> list[tuple[Fragment, str]]:
         """The fragments from seq `start` on, each with the text before it."""
-        return [(fragment, before) for fragment, before in self.newest if fragment.seq >= start]
+        return [
+            (Fragment(**dict(zip(TRAIL_FIELDS, fields, strict=True))), before)
+            for fields, before in self.newest
+            if fields[0] >= start
+        ]
+
+
+# The order of a trail's fragment fields (`FragmentTrail.newest`).
+TRAIL_FIELDS = (
+    "seq", "frame", "offset", "text", "depth", "in_string", "complete", "invalid_from", "state",
+)  # fmt: skip
 
 
 class LiveCards:
