@@ -343,9 +343,27 @@ def _store_results(
     results: dict[str, Result],
     spills: dict[str, EventSpill] | None = None,
 ) -> None:
+    held: Documented | None = None  # strict's, when held in memory (no spill)
     for policy, result in results.items():
         spill = spills.get(policy) if spills else None
-        _store_assembly(capture, policy, result, with_fragments=policy == STRICT, spill=spill)
+        if held is not None and result.events is results[STRICT].events:
+            documented = _renamed(held, policy)  # strict's twin: its text under another name
+        else:
+            documented = _documented(result, spill)
+            if spill is None and policy == STRICT:
+                held = documented
+        _store_assembly(capture, policy, result, documented, with_fragments=policy == STRICT)
+
+
+def _renamed(documented: Documented, policy: str) -> Documented:
+    """Strict's document and text under `policy`: the text is `dumps` of the
+    document, whose first key `Result.to_dict` makes the policy."""
+    document, text, call_timelines, prose = documented
+    strict_head = dumps({"policy": STRICT})[:-1].decode()  # '{"policy":"strict"'
+    if type(text) is not str or not text.startswith(strict_head):
+        raise ValueError("a strict result's text begins with its policy")
+    head = dumps({"policy": policy})[:-1].decode()
+    return {**document, "policy": policy}, head + text[len(strict_head) :], call_timelines, prose
 
 
 def model_name(frames: Sequence[StreamFrame]) -> str:
@@ -403,13 +421,13 @@ def _store_assembly(
     capture: models.Capture,
     policy: str,
     result: Result,
+    documented: Documented,
     *,
     with_fragments: bool,
-    spill: EventSpill | None = None,
 ) -> models.Assembly:
-    """`spill`: the events the writer drained so far (the rest are drained
-    here); else the result holds them all."""
-    document, result_text, call_timelines, prose = _documented(result, spill)
+    """`documented`: `_documented` of the result (or `_renamed` of its twin's)."""
+    document, result_text, call_timelines, prose = documented
+    del documented
     refusal = result.refusal
     first = result.choice0
     assembly = models.Assembly.objects.create(
@@ -476,9 +494,12 @@ def fragment_text(text: str) -> str:
     return _text(text)
 
 
-def _documented(
-    result: Result, spill: EventSpill | None
-) -> tuple[dict[str, Any], str | IO[bytes], Timelines, ProseFrames]:
+# A result document without its events, its JSON text (whole, or a file
+# holding it), the calls' timelines and the frames of its text and reasoning.
+Documented = tuple[dict[str, Any], str | IO[bytes], Timelines, ProseFrames]
+
+
+def _documented(result: Result, spill: EventSpill | None) -> Documented:
     """The result document without its events (nor the calls' frames, when
     spilled), its JSON text (whole, or spilled: a file holding it), the
     calls' timelines and the frames of its text and reasoning."""

@@ -5,6 +5,7 @@ make.  Either way it is what assembling the stream under lenient stores."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -13,6 +14,7 @@ import pytest
 from inspector.assembly import LENIENT, STRICT, assemble
 from inspector.captures.intake import store_upload
 from inspector.captures.models import Capture
+from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +64,19 @@ def test_the_stored_lenient_assembly_is_lenient_s_own(settings, name, batch):
             noted = [entry["event"] for entry in call[5]].count("refusal")
             assert noted == (call[0] == named)
     assert capture.lenient_outcome == lenient[1]
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+def test_a_live_capture_stores_lenient_s_own_assembly_too(name):
+    """A live recording keeps its events in memory (no spill): the twin's
+    text is strict's under lenient's name, the parted stream read again."""
+    data = STREAMS[name].read_bytes()
+    live = LiveCapture.open(stream_format="sse")
+    for start in range(0, len(data), 37):  # reads cut anywhere
+        live.append_reads([(data[start : start + 37], time.monotonic())])
+    live.close()
+    capture = Capture.objects.get(pk=live.capture.pk)
+    for policy in (STRICT, LENIENT):
+        document, outcome, _, calls = stored_assembly(capture, policy)
+        assert document == assemble(data, fmt="sse", policy=policy).to_dict()
+        assert outcome == document["outcome"] and len(calls) == len(document["calls"])
