@@ -160,6 +160,9 @@ INSPECTOR_MAX_CAPTURES_PER_UPLOAD = int(os.environ.get("INSPECTOR_MAX_CAPTURES_P
 # Frames written per write transaction when an upload is stored: no upload holds the
 # database's write lock (SQLite has one) for longer than one such batch.
 INSPECTOR_UPLOAD_BATCH_FRAMES = int(os.environ.get("INSPECTOR_UPLOAD_BATCH_FRAMES", 500))
+# An upload of at least this many frames has PostgreSQL refresh the frames table's
+# statistics when it is stored (inspector/captures/planner_stats.py).
+INSPECTOR_ANALYZE_AFTER_FRAMES = int(os.environ.get("INSPECTOR_ANALYZE_AFTER_FRAMES", 10_000))
 # Uploads of at least INSPECTOR_LARGE_UPLOAD_BYTES are stored at most
 # INSPECTOR_MAX_LARGE_UPLOADS at a time per process (memory); one more is answered 503.
 INSPECTOR_LARGE_UPLOAD_BYTES = int(os.environ.get("INSPECTOR_LARGE_UPLOAD_BYTES", 2 * 1024 * 1024))

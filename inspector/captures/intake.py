@@ -49,6 +49,7 @@ from inspector.assembly import (
 )
 
 from . import models
+from .planner_stats import refresh_frame_statistics
 from .uploads import check_capture_count, check_har_entries, check_size
 from .writer import BULK, CaptureWriter
 from .writes import writing
@@ -154,6 +155,8 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
                 yield
         label = planned.stream_label
         writer.finish(planned.body, finished=False, untitled=partial(readable_title, label=label))
+        yield
+    if refresh_frame_statistics(sum(capture.frame_count for capture in stored)):
         yield
 
 
