@@ -12,6 +12,7 @@ import heapq
 import json
 import re
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence, Set
 from itertools import groupby, repeat
@@ -235,9 +236,8 @@ def _update_frame_marks(
     tool-call frames.)  The frames of each value are kept as an array of
     numbers (8 bytes a frame)."""
     groups: dict[tuple, array[int]] = {}
-    for number, calls, kinds in _frame_values(result):
-        if rewrite is not None and not kinds and number not in rewrite:
-            continue  # stored with these calls, and no mark
+    values = _frame_values(result) if rewrite is None else _chosen_values(result, rewrite)
+    for number, calls, kinds in values:
         numbers = groups.get((calls, kinds))
         if numbers is None:
             numbers = groups[(calls, kinds)] = array("q")
@@ -260,6 +260,36 @@ def _frame_values(result: Result) -> Iterator[tuple[int, tuple[int, ...], tuple[
     for number, entries in groupby(merged, key=itemgetter(0)):
         calls = tuple(position for _, position in entries if position is not None)
         yield number, calls, tuple(marks.get(number, ()))
+
+
+# Frames a close looks up one by one (`_chosen_values`) at most, times the
+# calls: past it, it walks every frame (`_frame_values`) and skips.
+LOOKUPS = 1_000_000
+
+
+def _chosen_values(
+    result: Result, rewrite: Set[int]
+) -> Iterator[tuple[int, tuple[int, ...], tuple[str, ...]]]:
+    """`_frame_values` of the marked frames and of those in `rewrite` only:
+    each looked up in the calls' (ordered) frames, not every frame of the
+    stream merged (most of a live close's walk, for a few frames written)."""
+    marks = frame_marks(result)
+    wanted = rewrite | marks.keys()
+    if len(wanted) * max(1, len(result.calls)) > LOOKUPS:
+        for number, calls, kinds in _frame_values(result):
+            if kinds or number in rewrite:
+                yield number, calls, kinds
+        return
+    for number in sorted(wanted):
+        calls = tuple(call.position for call in result.calls if _holds(call.frames, number))
+        kinds = tuple(marks.get(number, ()))
+        if calls or kinds:
+            yield number, calls, kinds
+
+
+def _holds(frames: Sequence[int], number: int) -> bool:
+    at = bisect_left(frames, number)
+    return at < len(frames) and frames[at] == number
 
 
 def _frames_numbered(capture: models.Capture, numbers: Sequence[int]) -> Any:

@@ -18,6 +18,7 @@ from dialect_streams import GEMINI_OK, MESSAGES_OK, RESPONSES_OK
 from django.urls import reverse
 from page_helpers import html
 
+from inspector.captures import store
 from inspector.captures.frame_did import ITEM_TEXT
 from inspector.captures.intake import store_upload
 from inspector.captures.pages.frame_filter import filtered_frames, frame_filter
@@ -115,12 +116,16 @@ OWN_CASES = sorted(
 
 
 @pytest.mark.parametrize("batch", [1, 2, 5])
-def test_the_calls_and_marks_of_frames_stored_batch_by_batch_match_one_store(settings, batch):
+@pytest.mark.parametrize("lookups", [store.LOOKUPS, 0])  # 0: the close walks every frame
+def test_the_calls_and_marks_of_frames_stored_batch_by_batch_match_one_store(
+    settings, monkeypatch, batch, lookups
+):
     """The writer stores each frame with the calls it touched as far as
     known, and the close writes again only what changed since (a frame
     touched late, the frames of calls that never started, the marked
     ones): the rows end as a store of the whole stream writes them."""
     settings.INSPECTOR_UPLOAD_BATCH_FRAMES = batch
+    monkeypatch.setattr(store, "LOOKUPS", lookups)
     streams = [CHAT, ARGUMENTS_BEFORE_ID, many_frames(7, drop_every=3)]
     streams += [path.read_bytes() for path in OWN_CASES]
     for data in streams:
