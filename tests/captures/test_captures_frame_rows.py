@@ -18,13 +18,14 @@ from dialect_streams import GEMINI_OK, MESSAGES_OK, RESPONSES_OK
 from django.urls import reverse
 from page_helpers import html
 
+from inspector.assembly.jsontext import compact
 from inspector.captures import store
 from inspector.captures.frame_did import ITEM_TEXT
 from inspector.captures.intake import store_upload
 from inspector.captures.pages.frame_filter import filtered_frames, frame_filter
 from inspector.captures.pages.frame_summary import did_groups
 from inspector.captures.pages.frames import FRAMES_PER_PAGE, live_frame_row
-from inspector.captures.store import json_column, store_stream
+from inspector.captures.store import store_stream
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
@@ -420,7 +421,7 @@ def test_a_nul_in_text_or_arguments_is_kept_as_the_replacement_character():
 def test_a_json_column_is_json_text_of_the_value_even_where_orjson_refuses_it(value):
     """Compact orjson text; a lone surrogate (which orjson refuses) escaped by
     the standard library instead of failing the frame's row."""
-    text = json_column(value)
+    text = compact(value)
     assert json.loads(text) == value
     if value != [["text", 0, "\ud800", 0]]:
         assert text == orjson.dumps(value).decode()

@@ -34,7 +34,7 @@ from .fragment_text import (
     text_so_far,
     window_before,
 )
-from .frames import frames_path
+from .frames import frame_path
 from .paging import Pager, page_holding, page_share, pager
 from .timeline import TimelineRow, identity_at, timeline_rows
 
@@ -313,7 +313,7 @@ def fragment_permalink(slug: str, position: int, seq: int, frame: int) -> str:
     """The frame permalink of the frame that brought a fragment, at its row."""
     calls_page = page_holding(position, CALLS_PER_PAGE)
     query = f"?calls={calls_page}" if calls_page > 1 else ""
-    return f"{frames_path(slug)}{frame}/{query}#{fragment_anchor(position, seq)}"
+    return f"{frame_path(slug, frame)}{query}#{fragment_anchor(position, seq)}"
 
 
 def fragment_row(

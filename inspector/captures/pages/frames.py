@@ -175,7 +175,7 @@ def frame_row(
         raw_open=raw_open,
         classes=" ".join(classes),
         focus=number == focus,
-        permalink=f"{frames_at or frames_path(slug)}{number}/#f-{number}",
+        permalink=frame_permalink(slug, number, frames_at),
     )
 
 
@@ -218,9 +218,15 @@ def live_frame_row(
     return get_template(ROW_TEMPLATE).render({"row": row})
 
 
-def frame_permalink(slug: str, number: int) -> str:
+def frame_permalink(slug: str, number: int, frames_at: str | None = None) -> str:
     """The capture page opened at frame `number`, scrolled to its row."""
-    return f"{frames_path(slug)}{number}/#f-{number}"
+    return f"{frame_path(slug, number, frames_at)}#f-{number}"
+
+
+def frame_path(slug: str, number: int, frames_at: str | None = None) -> str:
+    """`.../c/<slug>/frames/<number>/` (`frames_at`: `frames_path(slug)`,
+    when the caller has it)."""
+    return f"{frames_at or frames_path(slug)}{number}/"
 
 
 def frames_path(slug: str) -> str:

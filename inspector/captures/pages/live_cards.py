@@ -34,7 +34,7 @@ from inspector.assembly.result import Anomaly, Event, Refusal
 
 from ..call_forms import PATH_PIECES, PieceStates, argument_form
 from ..models import Assembly, Call, Capture, Fragment
-from ..store import call_fields, fragment_text
+from ..store import FRAGMENT_FIELDS, call_fields, fragment_text
 from ..timeline_data import frame_marks
 from ..timelines import Timelines, add_event, add_refusal, new_timelines
 from .calls import (
@@ -115,10 +115,9 @@ class FragmentTrail:
         ]
 
 
-# The order of a trail's fragment fields (`FragmentTrail.newest`).
-TRAIL_FIELDS = (
-    "seq", "frame", "offset", "text", "depth", "in_string", "complete", "invalid_from", "state",
-)  # fmt: skip
+# A trail's fragment fields (`FragmentTrail.newest`): a Fragment row's, as the
+# store writes them, without the call.
+TRAIL_FIELDS = FRAGMENT_FIELDS[1:]
 
 
 class LiveCards:
