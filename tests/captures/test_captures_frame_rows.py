@@ -19,7 +19,7 @@ from django.urls import reverse
 from page_helpers import html
 
 from inspector.assembly.jsontext import compact
-from inspector.captures import store
+from inspector.captures import frame_did, store
 from inspector.captures.frame_did import ITEM_TEXT
 from inspector.captures.intake import store_upload
 from inspector.captures.pages.frame_filter import filtered_frames, frame_filter
@@ -425,3 +425,14 @@ def test_a_json_column_is_json_text_of_the_value_even_where_orjson_refuses_it(va
     assert json.loads(text) == value
     if value != [["text", 0, "\ud800", 0]]:
         assert text == orjson.dumps(value).decode()
+
+
+@pytest.mark.parametrize("name", ["read", "", None, "r\x00d"])
+@pytest.mark.parametrize(
+    "text", ["{", "a\x00b", "x" * ITEM_TEXT, "y" * (ITEM_TEXT + 1), "\x00" * (ITEM_TEXT + 5)]
+)
+def test_a_bare_fragment_s_item_is_what_the_general_item_gives(name, text):
+    """`did_by_frame`'s shortcut for a bare fragment (`_args_item`) against
+    the general item, cut and cleaned of NUL (`_cut`, `_nul_free`)."""
+    general = frame_did._nul_free(["args", 3, name or "", *frame_did._cut(text)])
+    assert frame_did.did_by_frame([(7, 3, text)], lambda position: name) == {7: [general]}
