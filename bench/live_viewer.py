@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import platform
@@ -78,9 +79,18 @@ def frames(count: int, calls: int = 4) -> list[bytes]:
 
 @contextlib.contextmanager
 def daphne(env: dict[str, str], log_path: Path):
-    """The websocket base URL of a daphne serving the inspector with `env`."""
-    with daphne_server(env, log_path) as (url, _):
-        yield url.replace("http://", "ws://")
+    """(websocket base URL, process) of a daphne serving the inspector with `env`."""
+    with daphne_server(env, log_path) as (url, process):
+        yield url.replace("http://", "ws://"), process
+
+
+def cpu_seconds(process: subprocess.Popen) -> float:
+    """The process's CPU time so far (user + system; Linux's /proc), or NaN."""
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -287,7 +297,10 @@ def report(figures: dict, args: argparse.Namespace) -> bool:
         f"  latency ms: p50 {figures['p50_ms']}  p95 {figures['p95_ms']}  "
         f"p99 {figures['p99_ms']}  max {figures['max_ms']}  mean {figures['mean_ms']}"
     )
-    print(f"  frames lost {figures['frames_lost']}  frames seen twice {figures['frames_twice']}")
+    print(
+        f"  frames lost {figures['frames_lost']}  frames seen twice {figures['frames_twice']}"
+        f"  ingest server CPU {figures['server_cpu_us_per_frame']} us a frame"
+    )
     slowest = ", ".join(f"#{s['frame']} {s['ms']} ms" for s in figures["slowest"])
     print(f"  slowest frames: {slowest}")
     print(
@@ -335,24 +348,37 @@ def main() -> None:
         subprocess.run(migrate, cwd=ROOT, env=env, check=True)
         log = Path(args.log) if args.log else Path(tmp) / "daphne.log"
         with contextlib.ExitStack() as stack:
-            ingest_base = stack.enter_context(daphne(env, log))
+            ingest_base, server = stack.enter_context(daphne(env, log))
             viewer_base = ingest_base
             if args.viewer_process:
-                viewer_base = stack.enter_context(daphne({**env, "BENCH_PROCESS": "B"}, log))
-            results = asyncio.run(
-                run(
-                    ingest_base,
-                    viewer_base,
-                    stream,
-                    args.rate,
-                    args.limit,
-                    args.batch_ms / 1000,
-                    args.captures,
+                viewer_base, _ = stack.enter_context(daphne({**env, "BENCH_PROCESS": "B"}, log))
+            # The client's own cyclic GC would stamp frames late (it holds every
+            # message it got: full collections of 37-55 ms mid-run, measured with
+            # `gc.callbacks`): off while it measures, as `timeit` does.
+            gc.collect()
+            gc.disable()
+            cpu_before = cpu_seconds(server)
+            try:
+                results = asyncio.run(
+                    run(
+                        ingest_base,
+                        viewer_base,
+                        stream,
+                        args.rate,
+                        args.limit,
+                        args.batch_ms / 1000,
+                        args.captures,
+                    )
                 )
-            )
+            finally:
+                gc.enable()
+            server_cpu = cpu_seconds(server) - cpu_before
         log_tail = log.read_text(errors="replace")[-2000:]
 
     figures = summary(results, args)
+    # The ingest server's CPU a frame, from opening to closing: steadier than the
+    # latencies on a shared machine (a second viewer process's is not counted).
+    figures["server_cpu_us_per_frame"] = round(server_cpu / figures["frames"] * 1e6, 1)
     met = report(figures, args)
     if figures["frames_lost"] or "1011" in log_tail or "Traceback" in log_tail:
         print(log_tail, file=sys.stderr)

@@ -7,6 +7,7 @@ import time
 import orjson
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from inspector.asgi import application
@@ -168,6 +169,38 @@ async def test_an_ingest_socket_that_drops_keeps_its_capture_refused_incomplete(
         "INCOMPLETE_STREAM",
         1,
     )
+
+
+async def test_the_ingest_socket_takes_no_channel_of_the_layer(monkeypatch):
+    """Nothing is ever sent to an ingest socket's channel: its consumer reads
+    only its socket (no channel of the layer, no second task waited on with
+    every frame), yet handles every message in order."""
+    layer = get_channel_layer()
+    made = []
+    original = layer.new_channel
+
+    async def new_channel(*args, **kwargs):
+        name = await original(*args, **kwargs)
+        made.append(name)
+        return name
+
+    monkeypatch.setattr(layer, "new_channel", new_channel)
+    viewer_channels = len(made)
+    ingest = await connect("/ws/ingest/")
+    await ingest.send_json_to({"open": {"format": "sse"}})
+    slug = (await ingest.receive_json_from(timeout=5))["slug"]
+    data = b"".join(text_stream(["one", " two", " three"]))
+    for start in range(0, len(data), 5):
+        await ingest.send_to(bytes_data=data[start : start + 5])
+    await ingest.send_json_to({"close": True})
+    assert (await ingest.receive_json_from(timeout=5))["outcome"] == "ok"
+    await ingest.disconnect()
+    assert len(made) == viewer_channels  # the ingest socket made none
+    viewer = await connect(f"/ws/captures/{slug}/")
+    assert len(made) == viewer_channels + 1  # a viewer does: it is sent batches
+    await viewer.disconnect()
+    capture = await database_sync_to_async(models.Capture.objects.get)(slug=slug)
+    assert bytes(capture.raw) == data and capture.frame_count == 5
 
 
 async def test_the_ingest_socket_explains_bad_messages():
