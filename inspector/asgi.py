@@ -19,11 +19,15 @@ from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # 
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
 from inspector.logs import install_daphne_access_log  # noqa: E402
 from inspector.static_files import StaticFilesApplication  # noqa: E402
+from inspector.websocket_masking import install_integer_xor_masking  # noqa: E402
 
 # daphne's access log prints whole query strings: ours redacts them (inspector/logs.py).
 install_daphne_access_log()
 # Twisted under daphne parsed every form upload whole for nothing (inspector/daphne_requests.py).
 install_unparsed_form_bodies()
+# autobahn built a C masker for every websocket frame; small ones are unmasked in
+# one integer XOR (inspector/websocket_masking.py).
+install_integer_xor_masking()
 # A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
 if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
     watch_for_left_behind()
