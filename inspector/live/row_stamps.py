@@ -143,9 +143,10 @@ def _shape(value: Any, values: list[Any], slots: dict) -> Any:
         return (kind, tuple([_shape(item, values, slots) for item in value]))
     if kind is dict:
         return (kind, tuple([(name, _shape(item, values, slots)) for name, item in value.items()]))
-    names = _field_names.get(kind)
-    if names is None and dataclasses.is_dataclass(value):
-        names = _fields(kind)
+    names = _field_names.get(kind, False)
+    if names is False:
+        names = _fields(kind) if dataclasses.is_dataclass(kind) else None
+        _field_names[kind] = names
     if names is not None:
         return (kind, tuple([_shape(getattr(value, name), values, slots) for name in names]))
     return (kind, value)  # None, bool, float: part of the shape as they are
@@ -168,11 +169,9 @@ def _placeheld(value: Any, slots: dict) -> Any:
     return value
 
 
-_field_names: dict[type, tuple[str, ...]] = {}
+# A type's dataclass fields, or None for a type that is no dataclass (asked once a type).
+_field_names: dict[type, tuple[str, ...] | None] = {}
 
 
 def _fields(kind: type) -> tuple[str, ...]:
-    names = _field_names.get(kind)
-    if names is None:
-        names = _field_names[kind] = tuple(field.name for field in dataclasses.fields(kind))
-    return names
+    return tuple(field.name for field in dataclasses.fields(kind))

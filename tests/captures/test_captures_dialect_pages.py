@@ -10,6 +10,8 @@ import orjson
 import pytest
 from dialect_streams import BY_DIALECT, GEMINI_OK, MESSAGES_OK, NO_DIALECT, RESPONSES_OK
 from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from page_helpers import html
 
 from inspector.captures.models import Capture
@@ -129,3 +131,23 @@ def test_a_chat_frame_has_no_type_label_from_its_tool_calls(client):
     page = html(client.get(stored(BY_DIALECT["chat"][0]).get_absolute_url()))
     assert "type <code>function</code>" not in page
     assert event_and_type('event: ping\ndata: {"type": "ping"}') == ("ping", "ping")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["event:", "event: x", "\n", "data:", " ", '{"type"', '"type"', ":", '"a"', "{", "}"]
+        )
+        | st.text(max_size=8),
+        max_size=12,
+    )
+)
+def test_a_frames_event_and_type_skip_their_search_only_where_it_cannot_match(pieces):
+    # The searches run only where their literal is; they find what they found everywhere.
+    from inspector.captures.pages.frames import _EVENT_LINE, _TYPE_KEY, event_and_type
+
+    raw = "".join(pieces)
+    event, kind = _EVENT_LINE.search(raw), _TYPE_KEY.search(raw)
+    expected = (event.group(1).strip() if event else "", kind.group(1) if kind else "")
+    assert event_and_type(raw) == expected

@@ -54,8 +54,10 @@ _TYPE_KEY = re.compile(r'^(?:data:[ ]?)?\{\s*"type"\s*:\s*"([^"\\]{1,80})"', re.
 
 def event_and_type(raw: str) -> tuple[str, str]:
     """A frame's SSE event name and JSON type, "" for what it does not have."""
-    event = _EVENT_LINE.search(raw)
-    kind = _TYPE_KEY.search(raw)
+    # Each pattern only where its literal is (a chat chunk has neither): the
+    # substring test is several times cheaper than the search, on every live row.
+    event = _EVENT_LINE.search(raw) if "event:" in raw else None
+    kind = _TYPE_KEY.search(raw) if '"type"' in raw else None
     return (event.group(1).strip() if event else ""), (kind.group(1) if kind else "")
 
 
