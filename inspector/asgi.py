@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()  # before importing consumers/routing
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from inspector.access import websocket_application  # noqa: E402
+from inspector.autobahn_log_args import install_lazy_log_arguments  # noqa: E402
 from inspector.daphne_requests import install_unparsed_form_bodies  # noqa: E402
 from inspector.input_guard import RefuseNulBytes  # noqa: E402
 from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # noqa: E402
@@ -28,6 +29,9 @@ install_unparsed_form_bodies()
 # autobahn built a C masker for every websocket frame; small ones are unmasked in
 # one integer XOR (inspector/websocket_masking.py).
 install_integer_xor_masking()
+# ...and coloured the arguments of its debug log lines, on for none, for every frame
+# (inspector/autobahn_log_args.py).
+install_lazy_log_arguments()
 # A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
 if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
     watch_for_left_behind()
