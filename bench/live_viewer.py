@@ -199,19 +199,21 @@ async def send_paced(
 
 
 async def run(
-    ingest_base: str,
-    viewer_base: str,
+    ingest_bases: list[str],
+    viewer_bases: list[str],
     stream: list[bytes],
     rate: float,
     limit: float,
     batch: float,
     captures: int = 1,
 ) -> list[dict]:
-    """`captures` captures at once, each sent at `rate`."""
+    """`captures` captures at once, each sent at `rate`; capture i's ingest
+    socket on `ingest_bases[i % n]`, its viewer on `viewer_bases[i % n]`."""
     start_at = time.perf_counter() + 0.5 + 0.05 * captures  # all open and watched by then
+    n = len(ingest_bases)
     runs = [
-        one_capture(ingest_base, viewer_base, stream, rate, limit, batch, start_at)
-        for _ in range(captures)
+        one_capture(ingest_bases[i % n], viewer_bases[i % n], stream, rate, limit, batch, start_at)
+        for i in range(captures)
     ]
     return await asyncio.gather(*runs)
 
@@ -269,6 +271,7 @@ def summary(results: list[dict], args: argparse.Namespace) -> dict:
         "database": "sqlite (temporary file)" if not args.database_url else "DATABASE_URL",
         "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
         "viewer_process": "second daphne" if args.viewer_process else "same daphne",
+        "processes": max(1, args.processes),
     }
 
 
@@ -287,7 +290,8 @@ def report(figures: dict, args: argparse.Namespace) -> bool:
         f" {figures['rate_achieved_min']}/s), {figures['channel_layer']} channel layer,"
     )
     how = f"{args.batch_ms:g} ms reads per message" if args.batch_ms else "one frame per message"
-    print(f"  {how}, {figures['viewer_process']}, {figures['database']}")
+    where = f"{figures['processes']} daphne processes" if figures["processes"] > 1 else ""
+    print(f"  {how}, {where or figures['viewer_process']}, {figures['database']}")
     print(
         f"  viewer messages {figures['viewer_messages']}  outcome {figures['outcome']}  "
         f"viewer had the last frame {figures['done_after_last_frame_ms']} ms after it was sent; "
@@ -331,11 +335,20 @@ def main() -> None:
         action="store_true",
         help="viewer on a second daphne process (needs REDIS_URL: the layer joins them)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="daphne processes, the captures spread over them (each capture's ingest and"
+        " viewer on one process, so any channel layer does); CPU is summed over them",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench-results" / "live_viewer.json"))
     parser.add_argument("--log", default="", help="keep daphne's log in this file")
     args = parser.parse_args()
     if args.viewer_process and not os.environ.get("REDIS_URL"):
         raise SystemExit("--viewer-process needs REDIS_URL")
+    if args.viewer_process and args.processes > 1:
+        raise SystemExit("--viewer-process takes one ingest process")
 
     stream = frames(args.frames)
     with tempfile.TemporaryDirectory(prefix="live-viewer-bench-") as tmp:
@@ -348,21 +361,27 @@ def main() -> None:
         subprocess.run(migrate, cwd=ROOT, env=env, check=True)
         log = Path(args.log) if args.log else Path(tmp) / "daphne.log"
         with contextlib.ExitStack() as stack:
-            ingest_base, server = stack.enter_context(daphne(env, log))
-            viewer_base = ingest_base
+            started = [
+                stack.enter_context(daphne({**env, "BENCH_PROCESS": f"I{n}"}, log))
+                for n in range(max(1, args.processes))
+            ]
+            ingest_bases = [base for base, _ in started]
+            servers = [server for _, server in started]
+            viewer_bases = ingest_bases
             if args.viewer_process:
                 viewer_base, _ = stack.enter_context(daphne({**env, "BENCH_PROCESS": "B"}, log))
+                viewer_bases = [viewer_base]
             # The client's own cyclic GC would stamp frames late (it holds every
             # message it got: full collections of 37-55 ms mid-run, measured with
             # `gc.callbacks`): off while it measures, as `timeit` does.
             gc.collect()
             gc.disable()
-            cpu_before = cpu_seconds(server)
+            cpu_before = sum(cpu_seconds(server) for server in servers)
             try:
                 results = asyncio.run(
                     run(
-                        ingest_base,
-                        viewer_base,
+                        ingest_bases,
+                        viewer_bases,
                         stream,
                         args.rate,
                         args.limit,
@@ -372,11 +391,11 @@ def main() -> None:
                 )
             finally:
                 gc.enable()
-            server_cpu = cpu_seconds(server) - cpu_before
+            server_cpu = sum(cpu_seconds(server) for server in servers) - cpu_before
         log_tail = log.read_text(errors="replace")[-2000:]
 
     figures = summary(results, args)
-    # The ingest server's CPU a frame, from opening to closing: steadier than the
+    # The ingest servers' CPU a frame, from opening to closing: steadier than the
     # latencies on a shared machine (a second viewer process's is not counted).
     figures["server_cpu_us_per_frame"] = round(server_cpu / figures["frames"] * 1e6, 1)
     met = report(figures, args)
