@@ -170,6 +170,7 @@ def close_capture(
     untitled: Callable[[models.Capture], str] | None = None,
     rewrite: Set[int] | None = None,
     late_did: FrameDid | None = None,
+    arrived: Sequence[float] | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Write what the assembly of a finished capture says (`model`: its
@@ -190,7 +191,9 @@ def close_capture(
     with: no call is taken from a frame, since a call's frames only grow).
     `late_did`: items of frames stored before the events that name them
     were filed (the end's own: a missing `[DONE]` names the last frame),
-    added to what those frames did."""
+    added to what those frames did.  `arrived`: each frame's arrival time
+    by number, when the caller holds them all (a live writer); else the
+    timeline reads them back from the stored frames."""
     _update_frame_marks(capture, results[STRICT], rewrite)
     with writing(), transaction.atomic():
         _add_frame_did(capture, late_did or {})
@@ -203,7 +206,7 @@ def close_capture(
         capture.raw = b""
         capture.save()
         write_raw(capture, data)
-        _store_results(capture, results, spills)
+        _store_results(capture, results, spills, arrived)
     return capture
 
 
@@ -361,6 +364,7 @@ def _store_results(
     capture: models.Capture,
     results: dict[str, Result],
     spills: dict[str, EventSpill] | None = None,
+    arrived: Sequence[float] | None = None,
 ) -> None:
     held: Documented | None = None  # strict's, when held in memory (no spill)
     for policy, result in results.items():
@@ -371,7 +375,9 @@ def _store_results(
             documented = _documented(result, spill)
             if spill is None and policy == STRICT:
                 held = documented
-        _store_assembly(capture, policy, result, documented, with_fragments=policy == STRICT)
+        _store_assembly(
+            capture, policy, result, documented, with_fragments=policy == STRICT, arrived=arrived
+        )
 
 
 def _renamed(documented: Documented, policy: str) -> Documented:
@@ -443,8 +449,10 @@ def _store_assembly(
     documented: Documented,
     *,
     with_fragments: bool,
+    arrived: Sequence[float] | None = None,
 ) -> models.Assembly:
-    """`documented`: `_documented` of the result (or `_renamed` of its twin's)."""
+    """`documented`: `_documented` of the result (or `_renamed` of its twin's);
+    `arrived`: the frames' arrival times, when the caller has them."""
     document, result_text, call_timelines, prose = documented
     del documented
     refusal = result.refusal
@@ -463,7 +471,7 @@ def _store_assembly(
         usage=_json(result.usage),
         text=_text(document["text"]),
         result_json=result_text if type(result_text) is str else "",
-        timeline=summarize(result, prose, arrival_times(capture)) if policy == STRICT else None,
+        timeline=_timeline(capture, result, prose, arrived) if policy == STRICT else None,
     )
     del document
     if type(result_text) is not str:
@@ -488,6 +496,17 @@ def _store_assembly(
                 row = models.Call.objects.get(assembly=assembly, position=call.position)
             insert_rows(models.Fragment, FRAGMENT_FIELDS, _fragment_rows(row, call))
     return assembly
+
+
+def _timeline(
+    capture: models.Capture,
+    result: Result,
+    prose: ProseFrames,
+    arrived: Sequence[float] | None,
+) -> dict[str, Any]:
+    """The strict assembly's timeline summary (`arrived`: the frames' arrival
+    times when the caller holds them, else read back from the stored frames)."""
+    return summarize(result, prose, arrived if arrived is not None else arrival_times(capture))
 
 
 def call_fields(call: AssembledCall, dialect: str) -> dict[str, Any]:

@@ -33,7 +33,9 @@ page then counts the calls' runs from the database
 from __future__ import annotations
 
 import math
+import operator
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -114,8 +116,17 @@ def runs_from_buckets(buckets: Iterable[tuple[int, int, int]], total: int) -> li
     )
 
 
-def count_buckets(frames: Iterable[int], bucket: Callable[[int], int | None]) -> list[Bucket]:
-    """Frames counted per bucket (`bucket(frame)`; None: not placed)."""
+def count_buckets(
+    frames: Sequence[int], bucket: Callable[[int], int | None], *, ordered: bool = False
+) -> list[Bucket]:
+    """Frames counted per bucket (`bucket(frame)`; None: not placed).
+    `ordered`: `frames` ascend and so do their buckets, none None (a call's
+    frames on the frame axis; on the time axis, when their arrival times do):
+    then each bucket's frames are found by bisection, about log2(frames)
+    calls of `bucket` a bucket (at most BUCKETS of them) instead of one a
+    frame.  A capture's close summarizes every call and the text this way."""
+    if ordered:
+        return _count_ordered(frames, bucket)
     counted: dict[int, list[int]] = {}
     for frame in frames:
         slot = bucket(frame)
@@ -131,8 +142,26 @@ def count_buckets(frames: Iterable[int], bucket: Callable[[int], int | None]) ->
     return [(slot, first, last, count) for slot, (first, last, count) in sorted(counted.items())]
 
 
-def _frame_runs(frames: Iterable[int], total: int) -> list[list[int]]:
-    buckets = count_buckets(frames, lambda frame: bucket_of(frame, total))
+def _count_ordered(frames: Sequence[int], bucket: Callable[[int], Any]) -> list[Bucket]:
+    counted: list[Bucket] = []
+    start, end = 0, len(frames)
+    while start < end:
+        slot = bucket(frames[start])
+        stop = bisect_right(frames, slot, start, end, key=bucket)  # past the slot's last frame
+        counted.append((slot, frames[start], frames[stop - 1], stop - start))
+        start = stop
+    return counted
+
+
+def ascending(values: Sequence[Any]) -> bool:
+    """Whether `values` never decrease (a NaN compares false with any other)."""
+    return all(map(operator.le, values, values[1:]))
+
+
+def _frame_runs(frames: Sequence[int], total: int) -> list[list[int]]:
+    buckets = count_buckets(
+        frames, lambda frame: bucket_of(frame, total), ordered=ascending(frames)
+    )
     return runs_from_buckets(((slot, first, count) for slot, first, _, count in buckets), total)
 
 
@@ -184,10 +213,15 @@ def time_summary(
     """The lanes counted in buckets of arrival time, and the clock of the
     frames drawn; None when the frames have no arrival times."""
     times: Sequence[float] = arrived or ()
-    known = [ms for ms in times if not math.isnan(ms)]
-    if not known:
+    if not times:
         return None
-    start, end = min(known), max(known)
+    if math.isnan(sum(times)):  # some frame has none: NaN is in every sum it is in
+        known = [ms for ms in times if not math.isnan(ms)]
+        if not known:
+            return None
+        start, end = min(known), max(known)
+    else:
+        start, end = min(times), max(times)
     span = end - start
 
     def bucket(frame: int) -> int | None:
@@ -196,13 +230,20 @@ def time_summary(
             return None
         return min(BUCKETS - 1, int((ms - start) * BUCKETS / span)) if span > 0 else 0
 
+    def counted(frames: Sequence[int]) -> list[Bucket]:
+        """Bisected where the frames and their times ascend, all placed."""
+        ordered = ascending(frames) and (
+            not len(frames) or (0 <= frames[0] and frames[-1] < len(times))
+        )
+        if ordered:
+            arrived = [times[frame] for frame in frames]
+            ordered = not math.isnan(sum(arrived)) and ascending(arrived)
+        return count_buckets(frames, bucket, ordered=ordered)
+
     calls = result.calls[:LANES]
-    lanes = [
-        {"position": call.position, "runs": join_runs(count_buckets(call.frames, bucket))}
-        for call in calls
-    ]
+    lanes = [{"position": call.position, "runs": join_runs(counted(call.frames))} for call in calls]
     prose_lanes = [
-        {"kind": kind, "runs": join_runs(count_buckets(frames, bucket))}
+        {"kind": kind, "runs": join_runs(counted(frames))}
         for kind, frames in prose.frames.items()
         if frames
     ]

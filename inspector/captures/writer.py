@@ -23,6 +23,8 @@ a process that dies leaves it for `recover_live`.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +94,9 @@ class CaptureWriter:
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
         self.last_arrived_ms: list[float | None] = []  # when each of them arrived
+        # Every frame's arrival time by number (NaN: none), for the close's timeline;
+        # None once the writer took over frames it did not take (`replay`).
+        self._arrivals: array[float] | None = array("d")
         # The calls each frame touched, written with the frame (`_touched`).
         self.last_calls: dict[int, list[int]] = {}
         self._touches_taken: list[int] = []  # per started call: its frames already taken
@@ -141,6 +146,7 @@ class CaptureWriter:
         next frames are numbered after them.  The frames it read again."""
         frames = self.feed(data)
         self.pending, self._pending_ms = [], []
+        self._arrivals = None  # those frames' times are stored, not here
         self._frames_did()  # their events were filed by the process that stored them
         self._touched(frames)  # their calls were written by the process that stored them
         self._late = None  # which, as its own calls touched them later, this one can't know
@@ -174,6 +180,8 @@ class CaptureWriter:
             self._late_did.setdefault(number, []).extend(self.last_did.pop(number))
         self.last_calls = self._touched(frames)
         self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
+        if self._arrivals is not None:
+            self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
         if frames:
             if not self.model:
                 self.model = model_name(frames)
@@ -285,11 +293,22 @@ class CaptureWriter:
                 untitled=untitled,
                 rewrite=self._rewrite(),
                 late_did=self._late_did,
+                arrived=self._arrival_times(),
                 **meta,
             )
         finally:
             self.discard()
         return capture, last
+
+    def _arrival_times(self) -> array[float] | None:
+        """Each frame's arrival time by number, as `timeline_data.arrival_times`
+        would read them back from the stored frames (which the close then
+        needn't); None where it would give None (the last frame has no time:
+        an upload) or the writer did not take every frame."""
+        arrivals = self._arrivals
+        if not arrivals or len(arrivals) != self.strict.frames or math.isnan(arrivals[-1]):
+            return None
+        return arrivals
 
     def _results(self, raw: bytes) -> dict[str, Result]:
         """Both policies' results: lenient as strict's twin, sharing its

@@ -1,12 +1,15 @@
 """LiveCapture: bytes stored as they arrive, assembled in the same pass as an
 upload would be, and one batch message per read."""
 
+import math
+
 import orjson
 import pytest
 
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
 from inspector.captures import models
+from inspector.captures.timeline_data import arrival_times
 from inspector.live.broadcast import merge_batches
 from inspector.live.session import LiveCapture
 
@@ -100,3 +103,35 @@ def test_merged_batches_keep_every_frame_in_order():
     merged = merge_batches(merge_batches(batches[0], batches[1]), batches[2])
     assert [f["number"] for f in merged["frames"]] == [0, 1, 2]
     assert [call["position"] for call in merged["calls"]] == [0]
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_the_close_times_its_timeline_by_the_arrivals_it_held_as_the_frames_stored_say(cut):
+    """The writer keeps each frame's arrival time, so the close's timeline
+    needn't read them back: what it held is what the stored frames say,
+    the end's frames (a missing [DONE]) included."""
+    live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
+    pieces = call_stream()[:-1] if cut else call_stream()
+    for at, start in enumerate(range(0, len(pieces), 2)):  # reads of two frames, 5 ms apart
+        live.append_reads([(piece, 1000.0 + at * 0.005) for piece in pieces[start : start + 2]])
+    held = live.writer._arrival_times()
+    assert held is not None and len(held) == len(pieces)
+    live.close()
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    stored = arrival_times(capture)
+    assert list(held) == list(stored) and not any(math.isnan(ms) for ms in stored[:-1])
+    strict = capture.assemblies.get(policy="strict")
+    assert strict.timeline["time"]["start"] == stored[0]
+    assert strict.timeline["time"]["end"] == max(stored)
+
+
+def test_a_writer_that_took_over_stored_frames_reads_their_times_back():
+    live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
+    pieces = call_stream()
+    live.append(b"".join(pieces[:3]))
+    resumed = LiveCapture.resume(live.capture, b"".join(pieces[:3]), dialect="auto")
+    resumed.append(b"".join(pieces[3:]))
+    assert resumed.writer._arrival_times() is None  # the first three are another's
+    resumed.close()
+    strict = models.Capture.objects.get(pk=live.capture.pk).assemblies.get(policy="strict")
+    assert strict.timeline["time"] is not None  # read back from the stored frames
