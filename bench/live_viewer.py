@@ -397,7 +397,8 @@ def main() -> None:
     figures = summary(results, args)
     # The ingest servers' CPU a frame, from opening to closing: steadier than the
     # latencies on a shared machine (a second viewer process's is not counted).
-    figures["server_cpu_us_per_frame"] = round(server_cpu / figures["frames"] * 1e6, 1)
+    frames_sent = figures["frames"] or float("nan")
+    figures["server_cpu_us_per_frame"] = round(server_cpu / frames_sent * 1e6, 1)
     met = report(figures, args)
     if figures["frames_lost"] or "1011" in log_tail or "Traceback" in log_tail:
         print(log_tail, file=sys.stderr)

@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import platform
 import shutil
@@ -142,7 +143,7 @@ async def watch_through_proxy(proxy: str, model: str) -> dict[str, Any]:
                         if message["type"] == "snapshot":  # a page after the first
                             in_snapshot.update(frame["number"] for frame in message["frames"])
                             continue
-                        if caught_up != caught_up:  # NaN: the first live message
+                        if math.isnan(caught_up):  # the first live message
                             caught_up = now
                         for frame in message.get("frames", []):
                             number = frame["number"]

@@ -15,7 +15,7 @@ taking 5,000 frames a second through the ingest socket (py-spy,
 payload, even at 1 KB, slower past it (8.7 us against 3.7 at 4 KB).  So
 frames under SMALL_FRAME bytes get it and larger ones autobahn's own;
 `inspector/asgi.py` puts the choice where autobahn's protocol looks the
-masker up, for the frames it receives and sends.
+masker up (for the frames a server receives: those it sends go unmasked).
 """
 
 from __future__ import annotations

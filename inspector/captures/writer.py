@@ -94,9 +94,10 @@ class CaptureWriter:
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
         self.last_arrived_ms: list[float | None] = []  # when each of them arrived
-        # Every frame's arrival time by number (NaN: none), for the close's timeline;
-        # None once the writer took over frames it did not take (`replay`).
-        self._arrivals: array[float] | None = array("d")
+        # A live writer's every stored frame's arrival time by number (NaN: none),
+        # for the close's timeline; None for an upload (its frames have none) and
+        # once the writer took over frames it did not store (`replay`).
+        self._arrivals: array[float] | None = array("d") if insert == LIVE else None
         # The calls each frame touched, written with the frame (`_touched`).
         self.last_calls: dict[int, list[int]] = {}
         self._touches_taken: list[int] = []  # per started call: its frames already taken
@@ -180,8 +181,6 @@ class CaptureWriter:
             self._late_did.setdefault(number, []).extend(self.last_did.pop(number))
         self.last_calls = self._touched(frames)
         self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
-        if self._arrivals is not None:
-            self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
         if frames:
             if not self.model:
                 self.model = model_name(frames)
@@ -201,6 +200,8 @@ class CaptureWriter:
                 calls=self.last_calls,
             )
             self._store_dialect()
+            if self._arrivals is not None:  # as stored (a failed store adds none: see close)
+                self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
 
     def _store_dialect(self) -> None:
         """The dialect the frames are read in, written as soon as it is known
@@ -303,8 +304,9 @@ class CaptureWriter:
     def _arrival_times(self) -> array[float] | None:
         """Each frame's arrival time by number, as `timeline_data.arrival_times`
         would read them back from the stored frames (which the close then
-        needn't); None where it would give None (the last frame has no time:
-        an upload) or the writer did not take every frame."""
+        needn't); None when the writer did not store every frame itself (an
+        upload, a resumed capture, a batch whose store failed: the close
+        reads them back) or the last frame has no time."""
         arrivals = self._arrivals
         if not arrivals or len(arrivals) != self.strict.frames or math.isnan(arrivals[-1]):
             return None

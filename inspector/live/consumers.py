@@ -159,7 +159,8 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
         socket's channel), and each message dispatched as it is received.
         Channels waits on the socket and the channel together, a new task and
         an `asyncio.wait` per message: at thousands of frames a second, about
-        a tenth of the process's time (py-spy, `bench/live_viewer.py`)."""
+        a tenth of the process's time (py-spy, `bench/live_viewer.py`).  So an
+        ingest socket joins no group (`groups` stays empty)."""
         self.scope = scope
         self.channel_layer = None
         self.base_send = send

@@ -22,6 +22,7 @@ def test_they_format_to_autobahns_own_text():
     assert str(lazy_hltype(method)) == util.hltype(method)
     assert str(lazy_hlval("tcp:127.0.0.1:5555")) == util.hlval("tcp:127.0.0.1:5555")
     assert f"{lazy_hlval(220, color='red', bold=False)}" == util.hlval(220, color="red", bold=False)
+    assert f"{lazy_hlval(7):>20}" == f"{util.hlval(7):>20}"  # a format spec, as a str takes it
 
 
 def test_a_rendered_log_line_reads_as_with_autobahns_own():

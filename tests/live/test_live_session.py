@@ -8,7 +8,7 @@ import pytest
 
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
-from inspector.captures import models
+from inspector.captures import models, store
 from inspector.captures.timeline_data import arrival_times
 from inspector.live.broadcast import merge_batches
 from inspector.live.session import LiveCapture
@@ -106,32 +106,58 @@ def test_merged_batches_keep_every_frame_in_order():
 
 
 @pytest.mark.parametrize("cut", [False, True])
-def test_the_close_times_its_timeline_by_the_arrivals_it_held_as_the_frames_stored_say(cut):
-    """The writer keeps each frame's arrival time, so the close's timeline
-    needn't read them back: what it held is what the stored frames say,
-    the end's frames (a missing [DONE]) included."""
+def test_the_close_times_its_timeline_by_the_arrivals_it_held_as_the_frames_stored_say(
+    cut, monkeypatch
+):
+    """The writer keeps each frame's arrival time as it stores it, so the
+    close's timeline reads none back: what it held is what the stored frames
+    say, the frame only the end completes (a cut stream's last) included."""
     live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
-    pieces = call_stream()[:-1] if cut else call_stream()
+    pieces = call_stream()
+    if cut:  # no [DONE], and the last frame unterminated: only the close completes it
+        pieces = [*pieces[:-2], pieces[-2].removesuffix(b"\n\n")]
     for at, start in enumerate(range(0, len(pieces), 2)):  # reads of two frames, 5 ms apart
         live.append_reads([(piece, 1000.0 + at * 0.005) for piece in pieces[start : start + 2]])
-    held = live.writer._arrival_times()
-    assert held is not None and len(held) == len(pieces)
+    assert len(live.writer._arrival_times()) == len(pieces) - cut
+
+    def read_back(capture):
+        raise AssertionError("the close read the arrival times back")
+
+    monkeypatch.setattr(store, "arrival_times", read_back)
     live.close()
+    held = live.writer._arrival_times()
     capture = models.Capture.objects.get(pk=live.capture.pk)
     stored = arrival_times(capture)
-    assert list(held) == list(stored) and not any(math.isnan(ms) for ms in stored[:-1])
-    strict = capture.assemblies.get(policy="strict")
-    assert strict.timeline["time"]["start"] == stored[0]
-    assert strict.timeline["time"]["end"] == max(stored)
+    assert len(held) == capture.frame_count == len(pieces)
+    assert list(held) == list(stored) and not any(math.isnan(ms) for ms in stored)
+    time = capture.assemblies.get(policy="strict").timeline["time"]
+    assert (time["start"], time["end"]) == (min(stored), max(stored))
 
 
 def test_a_writer_that_took_over_stored_frames_reads_their_times_back():
     live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
     pieces = call_stream()
-    live.append(b"".join(pieces[:3]))
+    live.append_reads([(piece, 1000.0) for piece in pieces[:3]])
     resumed = LiveCapture.resume(live.capture, b"".join(pieces[:3]), dialect="auto")
-    resumed.append(b"".join(pieces[3:]))
+    resumed.append_reads([(piece, 1000.5) for piece in pieces[3:]])
     assert resumed.writer._arrival_times() is None  # the first three are another's
     resumed.close()
-    strict = models.Capture.objects.get(pk=live.capture.pk).assemblies.get(policy="strict")
-    assert strict.timeline["time"] is not None  # read back from the stored frames
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    stored = arrival_times(capture)
+    time = capture.assemblies.get(policy="strict").timeline["time"]
+    assert (time["start"], time["end"]) == (min(stored), max(stored))
+    assert len(set(stored)) == 2  # each process's own clock: its frames' times, as stored
+
+
+def test_a_batch_that_failed_to_store_leaves_the_close_reading_times_back(monkeypatch):
+    live = LiveCapture.open(stream_format="sse", source="ingest", title="live")
+    pieces = call_stream()
+    live.append_reads([(piece, 1000.0) for piece in pieces[:2]])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(live.writer, "store", broken)
+    with pytest.raises(RuntimeError):
+        live.append_reads([(piece, 1000.5) for piece in pieces[2:4]])
+    assert live.writer._arrival_times() is None  # two frames held, four assembled
