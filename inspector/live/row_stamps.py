@@ -145,8 +145,7 @@ def _shape(value: Any, values: list[Any], slots: dict) -> Any:
         return (kind, tuple([(name, _shape(item, values, slots)) for name, item in value.items()]))
     names = _field_names.get(kind, False)
     if names is False:
-        names = _fields(kind) if dataclasses.is_dataclass(kind) else None
-        _field_names[kind] = names
+        names = _fields(kind)
     if names is not None:
         return (kind, tuple([_shape(getattr(value, name), values, slots) for name in names]))
     return (kind, value)  # None, bool, float: part of the shape as they are
@@ -163,15 +162,24 @@ def _placeheld(value: Any, slots: dict) -> Any:
         return kind(_placeheld(item, slots) for item in value)
     if kind is dict:
         return {name: _placeheld(item, slots) for name, item in value.items()}
-    if dataclasses.is_dataclass(value):
-        fields = {name: _placeheld(getattr(value, name), slots) for name in _fields(kind)}
-        return SimpleNamespace(**fields)
+    names = _fields(kind)
+    if names is not None:
+        return SimpleNamespace(**{name: _placeheld(getattr(value, name), slots) for name in names})
     return value
 
 
-# A type's dataclass fields, or None for a type that is no dataclass (asked once a type).
+# A type's dataclass fields, or None for a type that is no dataclass (`_fields`).
 _field_names: dict[type, tuple[str, ...] | None] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(kind))
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """The field names of dataclass `kind`, None for another type; asked once
+    a type (`_shape` reads the cache first: it asks of every value)."""
+    names = _field_names.get(kind, False)
+    if names is False:
+        names = _field_names[kind] = (
+            tuple(field.name for field in dataclasses.fields(kind))
+            if dataclasses.is_dataclass(kind)
+            else None
+        )
+    return names
