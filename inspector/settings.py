@@ -114,13 +114,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 
 # Channel layer: Redis for cross-process pushes (commands, workers), else in-process memory.
+# Redis pub/sub: the project only sends to groups (`live/broadcast.py`), each a PUBLISH that
+# one subscription per process fans out to its viewers.  The list-based layer
+# (`channels_redis.core`) ran about five commands and two Lua scripts a message (group
+# lookup, a push per member, a blocking pop and its backup clean-up per receive): 161-173 us
+# of server CPU a frame at 5,000 frames/s against 127-152, p99 23-58 ms against 15-26
+# (bench/README.md).  Pub/sub keeps nothing for a process that is not subscribed, which
+# is all a group send ever reached anyway (a viewer joins, then reads its snapshot).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8's default socket timeout (5 s) equals channels-redis's blocking-pop
-            # timeout (5 s): every consumer idle for 5 s was dropped with close code 1011.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            # Above redis-py 8's default socket timeout (5 s), which once dropped every
+            # consumer idle for 5 s with close code 1011 (the list layer's 5 s pops).
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }

@@ -12,7 +12,7 @@ def test_health_ok(client):
 def test_channel_layer_backend_follows_redis_url():
     backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
     if os.environ.get("REDIS_URL"):
-        assert backend == "channels_redis.core.RedisChannelLayer"
+        assert backend == "channels_redis.pubsub.RedisPubSubChannelLayer"
     else:
         assert backend == "channels.layers.InMemoryChannelLayer"
 
