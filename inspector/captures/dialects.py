@@ -48,3 +48,17 @@ def dialect_basis(
         if frame.kind is FrameKind.CHUNK and dialect_of(frame.payload) is not None:  # type: ignore[arg-type]
             return FRAMES
     return ASSUMED
+
+
+def requested(dialect: str, basis: str) -> tuple[str, str | None]:
+    """The `(dialect, hint)` a stored capture was read with, from its
+    `dialect` and `dialect_basis`: what reading its frames again (a capture
+    left live by a dead process, an ingest another process resumes) must be
+    given to read them as its live assembler did.  Chosen: that dialect;
+    named by a URL (a proxy's route): that hint; else `auto`, which finds
+    again what the frames told."""
+    if basis == CHOSEN and dialect in DIALECTS:
+        return dialect, None
+    if basis == URL and dialect in DIALECTS:
+        return AUTO_DIALECT, dialect
+    return AUTO_DIALECT, None

@@ -40,7 +40,7 @@ from django.http import HttpRequest, HttpResponse
 
 from inspector.assembly import AUTO_DIALECT, DIALECTS, JSONL, SSE
 from inspector.captures import models
-from inspector.captures.dialects import CHOSEN
+from inspector.captures.dialects import requested
 from inspector.captures.ingest_chunks import received_bytes
 from inspector.captures.models import capture_path
 from inspector.captures.uploads import TooLarge, check_total_size, declared_size, read_capped
@@ -158,7 +158,7 @@ def _live(capture: models.Capture) -> LiveCapture:
         live.catch_up(received_bytes(capture, since=live.byte_size))
     if live is None or live.closed or live.byte_size != capture.byte_size:
         # Never held here, or ahead of what was stored (an append that failed).
-        dialect = capture.dialect if capture.dialect_basis == CHOSEN else AUTO_DIALECT
+        dialect, _ = requested(capture.dialect, capture.dialect_basis)  # ingest names no URL
         live = LiveCapture.resume(capture, received_bytes(capture), dialect=dialect)
     with _lock:
         _open[slug] = live

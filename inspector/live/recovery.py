@@ -44,7 +44,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from inspector.captures import models
-from inspector.captures.dialects import dialect_basis
+from inspector.captures.dialects import dialect_basis, requested
 from inspector.captures.ingest_chunks import drop_chunks
 from inspector.captures.store import assemble_stream, close_capture, model_name, stored_stream
 from inspector.captures.writes import writing
@@ -105,7 +105,9 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             return None
         stored = capture.frames.count()
         data = stored_stream(capture)
-        frames, results = assemble_stream(data, capture.stream_format)
+        # Read as it was being read: in the dialect chosen, or the one the proxy's route named.
+        dialect, hint = requested(capture.dialect, capture.dialect_basis)
+        frames, results = assemble_stream(data, capture.stream_format, dialect, hint)
         if len(frames) != stored:  # never expected: frames re-read as they were read
             logger.warning(
                 "capture %s: %d stored frames read back as %d", capture.slug, stored, len(frames)
@@ -116,7 +118,7 @@ def _recover(pk: int, *, force: bool, stale: float, now: datetime) -> models.Cap
             model_name(frames),
             results,
             interrupted=True,
-            dialect_basis=dialect_basis(frames),
+            dialect_basis=dialect_basis(frames, dialect, hint),
         )
         drop_chunks(capture)  # an HTTP ingest capture's kept bytes: `raw` is written now
     logger.info(

@@ -23,6 +23,7 @@ from django.utils import timezone
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
 from inspector.captures import models
+from inspector.captures.store import open_capture
 from inspector.live.fake_upstream import FakeUpstream
 from inspector.live.recovery import recover_interrupted
 from inspector.live.session import LiveCapture
@@ -271,3 +272,51 @@ def test_the_command_reports_what_it_recovered(live_capture, capsys):
     assert f"recovered {live.capture.slug}: 4 frames, refused INCOMPLETE_STREAM" in out
     call_command("recover_live", "--stale-seconds", "0")
     assert "no interrupted live capture" in capsys.readouterr().out
+
+
+# An Anthropic stream the proxy's /v1/messages route recorded, cut after a tool call's
+# first argument piece; and an upstream's error event, which no frame places in a dialect.
+MESSAGES_CUT = [
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+    b'"type":"message","role":"assistant","model":"claude","content":[]}}\n\n',
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"tool_use","id":"toolu_a","name":"f","input":{}}}\n\n',
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\": 1"}}\n\n',
+]
+ERROR_EVENT = [
+    b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+    b'"message":"Overloaded"}}\n\n'
+]
+
+
+@pytest.mark.parametrize("told", [{"hint": "messages"}, {"dialect": "messages"}])
+@pytest.mark.parametrize("pieces", [MESSAGES_CUT, ERROR_EVENT], ids=["tool-call", "error"])
+def test_recovery_reads_the_frames_in_the_dialect_they_were_recorded_in(db, told, pieces):
+    """A capture the proxy recorded under a dialect's route (a hint) or that ingest was told
+    the dialect of is recovered in that dialect, on the same grounds, with the verdict its
+    live close would have given, not in what its frames alone suggest (an error event
+    alone reads as chat)."""
+
+    def recorded(*, close: bool) -> models.Capture:
+        live = LiveCapture(open_capture(stream_format="sse"), **told)
+        for piece in pieces:
+            live.append(piece)
+        if close:
+            live.close()
+        else:
+            assert [c.pk for c in recover_interrupted(force=True)] == [live.capture.pk]
+        return models.Capture.objects.get(pk=live.capture.pk)
+
+    closed, recovered = recorded(close=True), recorded(close=False)
+    basis = "url" if "hint" in told else "chosen"
+    assert (recovered.dialect, recovered.dialect_basis) == ("messages", basis)
+
+    def verdict(capture: models.Capture) -> tuple:
+        strict = capture.assemblies.get(policy="strict")
+        calls = list(strict.calls.values_list("call_id", "name", "arguments_text"))
+        fields = ("dialect", "dialect_basis", "outcome", "refusal_code", "lenient_outcome")
+        return (*(getattr(capture, field) for field in fields), calls)
+
+    assert verdict(recovered) == verdict(closed)
+    assert recovered.interrupted and not closed.interrupted
