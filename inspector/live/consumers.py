@@ -3,8 +3,10 @@ ingest socket through which a program pushes a stream's raw bytes.
 
 Viewers join their group *before* reading the snapshot, and every frame is
 stored before it is published, so a frame is either in the snapshot, in a
-later message, or both; the page drops numbers it has already shown.  None is
-lost, none is shown twice.
+later message, or both; the page drops numbers it has already shown.  A
+message the layer lost (dropped by a full channel, or published before a
+Redis subscription took effect) shows as a gap in the numbers, whose frames
+are read back from the database.  None is lost, none is shown twice.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from inspector.captures.uploads import TooLarge, check_total_size
 
 from .broadcast import LIST_GROUP, capture_group
 from .recorder import SocketRecording
-from .snapshot import DONE, SnapshotPager
+from .snapshot import DONE, SnapshotPager, missed_message, page_size
 
 
 class NoDatabaseDispatch:
@@ -112,12 +114,29 @@ class CaptureConsumer(JsonConsumer):
             await self._forward(message)
 
     async def _forward(self, message: dict[str, Any]) -> None:
-        """A live message, without the frames the viewer already got."""
+        """A live message, without the frames the viewer already got, and
+        after the frames it should have got before them and did not."""
         seen = self.pager.sent_up_to
         frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
+        if frames and frames[0]["number"] > seen + 1:
+            await self._send_missed(frames[0]["number"])
         if frames:
             self.pager.sent_up_to = frames[-1]["number"]
         await self.send_json({**message, "frames": frames})
+
+    async def _send_missed(self, before: int) -> None:
+        """The stored frames between the last one the viewer got and
+        `before`, read back a page at a time: their live messages were lost
+        (frames are numbered one after another, stored before they are
+        published, and published in order, so a gap is a message the layer
+        dropped)."""
+        read = database_sync_to_async(missed_message, thread_sensitive=False)
+        while self.pager.sent_up_to < before - 1:
+            message = await read(self.pager.capture, self.pager.sent_up_to, before, page_size())
+            if not message["frames"]:
+                return
+            self.pager.sent_up_to = message["frames"][-1]["number"]
+            await self.send_json(message)
 
 
 class CaptureListConsumer(JsonConsumer):

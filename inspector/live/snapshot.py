@@ -28,6 +28,7 @@ from inspector.captures.pages.live_cards import FrameNotes, LiveCards
 
 from .broadcast import (
     FrameEntry,
+    FramesMessage,
     SnapshotMessage,
     call_entries,
     frame_entry,
@@ -37,6 +38,8 @@ from .broadcast import (
 
 # `next_page`'s answer once every page was given.
 DONE = object()
+# A viewer's page of missed frames says nothing of the calls (`missed_message`).
+_NO_CALLS = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
 
 
 def page_size() -> int:
@@ -124,3 +127,26 @@ class SnapshotPager:
         )
         message["more"] = more
         return message
+
+
+def missed_message(capture: models.Capture, after: int, before: int, limit: int) -> FramesMessage:
+    """The rows of up to `limit` stored frames numbered after `after` and
+    before `before`, as stored (the calls each touched as far as known then;
+    marks come at the close), in a frames message: for a viewer whose live
+    messages for them never came (a channel layer that drops a group send
+    to a full channel: channels' in-memory and list-based Redis layers).
+    The calls' cards come with the next message that changes them."""
+    # Told by the frames since the viewer joined, perhaps: the rows name fields in its terms.
+    stored = models.Capture.objects.filter(pk=capture.pk).values_list("dialect", flat=True)
+    dialect = stored.first() or capture.dialect
+    rows = (
+        capture.frames.filter(number__gt=after, number__lt=before)
+        .order_by("number")
+        .only("number", "kind", "raw", "arrived_ms", "calls", "marks", "did")[:limit]
+    )
+    entries = [
+        frame_entry(capture.slug, row.number, row.kind, row.raw, row.arrived_ms,
+                    calls=row.calls, marks=row.marks, did=row.did, dialect=dialect)
+        for row in rows
+    ]  # fmt: skip
+    return {"type": "frames", "slug": capture.slug, "frames": entries, **_NO_CALLS}

@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 
 from inspector.asgi import application
 from inspector.captures import models
+from inspector.live import broadcast
 from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
@@ -226,4 +227,44 @@ async def test_reads_held_back_for_a_quiet_moment_are_sent_when_the_stream_pause
         numbers += [f["number"] for f in (await comm.receive_json_from(timeout=2))["frames"]]
     assert recorder.live.strict.frames == 2 and not recorder.live.closed
     await recorder.finish()
+    await comm.disconnect()
+
+
+async def test_frames_whose_live_messages_the_layer_dropped_are_read_back(monkeypatch):
+    """A channel layer may drop a group send (channels' in-memory and list-based Redis
+    layers discard one to a full channel): the viewer still gets every frame once, in
+    order, the lost ones read back from the database before the next message's."""
+    recorder = await recording()
+    pieces = text_stream(["a", "b", "c", "d", "e"])
+    await fed(recorder, pieces[0])
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
+
+    send = broadcast.send
+
+    async def dropping(group, message):
+        if not any(frame["number"] in (1, 2, 3) for frame in message.get("frames", [])):
+            await send(group, message)
+
+    monkeypatch.setattr(broadcast, "send", dropping)
+    stored = database_sync_to_async(lambda: recorder.live.capture.frames.count())
+    for piece in pieces[1:4]:
+        recorder.feed(piece, time.monotonic())
+    while await stored() < 4:
+        await asyncio.sleep(0.005)
+    assert await comm.receive_nothing(timeout=0.2)  # their messages never came
+
+    for piece in pieces[4:]:
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
+    messages = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    assert numbers == list(range(1, len(pieces)))
+    missed = messages[0]
+    assert missed["type"] == "frames" and [f["number"] for f in missed["frames"]] == [1, 2, 3]
+    for frame, word in zip(missed["frames"], "bcd", strict=True):
+        assert f"/frames/{frame['number']}" in frame["html"]
+        assert f"&quot;content&quot;:&quot;{word}&quot;" in frame["html"]
     await comm.disconnect()
