@@ -212,7 +212,10 @@ def close_capture(
 
 def _add_frame_did(capture: models.Capture, late: FrameDid) -> None:
     """Append `late`'s items to the stored frames' `did` (a few frames)."""
-    for frame in capture.frames.filter(number__in=list(late)).only("number", "did"):
+    # Not `capture.frames` with `only()`: a related manager reads each row's deferred
+    # `capture_id` back, a query a frame.
+    late_frames = models.Frame.objects.filter(capture=capture, number__in=list(late))
+    for frame in late_frames.only("number", "did"):
         did = [*frame.did, *late[frame.number]]
         capture.frames.filter(pk=frame.pk).update(did=did, has_text=carries_text(did))
 

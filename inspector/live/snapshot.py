@@ -20,6 +20,7 @@ place); the call cards and the refusal go out with the last page.
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import dialects, models
@@ -72,9 +73,9 @@ class SnapshotPager:
         if self._done:
             return DONE
         rows = list(
-            self.capture.frames.filter(number__gt=self._read_up_to)
-            .order_by("number")
-            .only("number", "kind", "raw", "arrived_ms", "calls", "marks", "did")[: self.size]
+            _stored_frames(self.capture)
+            .filter(number__gt=self._read_up_to)
+            .order_by("number")[: self.size]
         )
         notes: FrameNotes = {}
         if rows:
@@ -139,14 +140,21 @@ def missed_message(capture: models.Capture, after: int, before: int, limit: int)
     # Told by the frames since the viewer joined, perhaps: the rows name fields in its terms.
     stored = models.Capture.objects.filter(pk=capture.pk).values_list("dialect", flat=True)
     dialect = stored.first() or capture.dialect
-    rows = (
-        capture.frames.filter(number__gt=after, number__lt=before)
-        .order_by("number")
-        .only("number", "kind", "raw", "arrived_ms", "calls", "marks", "did")[:limit]
-    )
+    rows = (_stored_frames(capture).filter(number__gt=after, number__lt=before).order_by("number"))[
+        :limit
+    ]
     entries = [
         frame_entry(capture.slug, row.number, row.kind, row.raw, row.arrived_ms,
                     calls=row.calls, marks=row.marks, did=row.did, dialect=dialect)
         for row in rows
     ]  # fmt: skip
     return {"type": "frames", "slug": capture.slug, "frames": entries, **_NO_CALLS}
+
+
+def _stored_frames(capture: models.Capture) -> QuerySet[models.Frame]:
+    """The capture's frames with what a viewer's row needs of them.  Not
+    `capture.frames`: a related manager sets each row's capture, reading
+    `capture_id`, which `only()` defers: one more query per frame."""
+    return models.Frame.objects.filter(capture=capture).only(
+        "number", "kind", "raw", "arrived_ms", "calls", "marks", "did"
+    )

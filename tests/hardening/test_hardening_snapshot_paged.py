@@ -112,3 +112,30 @@ async def test_the_snapshot_stops_when_the_socket_closes(settings, monkeypatch):
     await asyncio.sleep(0.3)
     # Of 50 pages: none begun after the viewer left (the one in hand may end).
     assert read_when_it_left <= len(pages_read) <= 3
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live", "closed"])
+def test_each_snapshot_page_reads_its_frames_in_one_query(live):
+    """Whatever the page's size: rows read through `capture.frames` with `only()` each
+    read their deferred `capture_id` back, one query a frame (36 -> 18 ms for 100 frames)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from inspector.live.session import LiveCapture
+
+    recording = LiveCapture.open(stream_format="sse")
+    for piece in words(120):
+        recording.append(piece)
+    if not live:
+        recording.close()
+    capture = recording.capture
+    for size in (10, 100):
+        pager = snapshot.SnapshotPager(capture, -1, size=size)
+        with CaptureQueriesContext(connection) as queries:
+            page = pager.next_page()
+        assert len(page["frames"]) == size
+        assert len(queries) == 1, [query["sql"] for query in queries]
+    with CaptureQueriesContext(connection) as queries:
+        missed = snapshot.missed_message(capture, 4, 100, limit=1000)
+    assert [frame["number"] for frame in missed["frames"]] == list(range(5, 100))
+    assert len(queries) == 2  # the capture's dialect now, and the frames
