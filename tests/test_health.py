@@ -1,4 +1,7 @@
+import ast
 import os
+import subprocess
+import sys
 
 from django.conf import settings
 
@@ -15,6 +18,20 @@ def test_channel_layer_backend_follows_redis_url():
         assert backend == "channels_redis.pubsub.RedisPubSubChannelLayer"
     else:
         assert backend == "channels.layers.InMemoryChannelLayer"
+
+
+def test_redis_is_the_pub_sub_layer_whatever_the_leg():
+    """Read in a process of its own with REDIS_URL set: every send is to a group, which
+    the list-based layer dropped once a viewer's channel held 100 messages."""
+    code = "from inspector import settings; print(settings.CHANNEL_LAYERS['default'])"
+    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/9"}
+    env.pop("DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    layer = ast.literal_eval(out)
+    assert layer["BACKEND"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
+    assert layer["CONFIG"]["hosts"][0]["address"] == "redis://127.0.0.1:6379/9"
 
 
 def test_database_engine_follows_database_url():

@@ -25,7 +25,7 @@ from inspector.assembly import AUTO_DIALECT, DIALECTS, FORMATS, HAR
 from inspector.captures import models
 from inspector.captures.uploads import TooLarge, check_total_size
 
-from .broadcast import LIST_GROUP, capture_group
+from .broadcast import LIST_GROUP, capture_group, split_batch
 from .recorder import SocketRecording
 from .snapshot import DONE, SnapshotPager, missed_message, page_size
 
@@ -68,7 +68,8 @@ class CaptureConsumer(JsonConsumer):
     """
 
     paging: asyncio.Task | None = None
-    # Live messages are forwarded, never read from the database.
+    # Live messages are forwarded, not read from the database (but for frames whose
+    # messages were lost, read back in a thread of their own: `_send_missed`).
     no_database = frozenset({"capture.frames", "capture.finished"})
 
     async def connect(self) -> None:
@@ -90,7 +91,7 @@ class CaptureConsumer(JsonConsumer):
         next_page = database_sync_to_async(self.pager.next_page, thread_sensitive=False)
         while (page := await next_page()) is not DONE:
             if page is not None:
-                await self.send_json(page)
+                await self._send_rows(page)
         while self.held:
             await self._forward(self.held.pop(0))
         self.held = None
@@ -115,28 +116,44 @@ class CaptureConsumer(JsonConsumer):
 
     async def _forward(self, message: dict[str, Any]) -> None:
         """A live message, without the frames the viewer already got, and
-        after the frames it should have got before them and did not."""
+        after the frames it should have got before them and did not.  A
+        message all of whose frames the viewer has is late (another
+        process's append published after a later one, or held while the
+        snapshot was read): its cards and refusal are older than those sent."""
         seen = self.pager.sent_up_to
         frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
         if frames and frames[0]["number"] > seen + 1:
             await self._send_missed(frames[0]["number"])
         if frames:
             self.pager.sent_up_to = frames[-1]["number"]
+        elif message.get("frames") and message["type"] != "finished":
+            return
         await self.send_json({**message, "frames": frames})
 
     async def _send_missed(self, before: int) -> None:
         """The stored frames between the last one the viewer got and
-        `before`, read back a page at a time: their live messages were lost
-        (frames are numbered one after another, stored before they are
-        published, and published in order, so a gap is a message the layer
-        dropped)."""
+        `before`, read back a page at a time: their live messages were lost.
+        Frames are numbered one after another and stored before they are
+        published, one process's in order: a gap is a message the layer
+        dropped, or one another process published later (then it comes
+        late, and `_forward` drops it)."""
         read = database_sync_to_async(missed_message, thread_sensitive=False)
         while self.pager.sent_up_to < before - 1:
             message = await read(self.pager.capture, self.pager.sent_up_to, before, page_size())
             if not message["frames"]:
                 return
             self.pager.sent_up_to = message["frames"][-1]["number"]
-            await self.send_json(message)
+            await self._send_rows(message)
+
+    async def _send_rows(self, message: dict[str, Any]) -> None:
+        """A snapshot page or missed frames, in messages of at most
+        MESSAGE_HTML characters of rows (daphne closes a socket told to send
+        more than 1 MiB at once); a split snapshot page says `more` until
+        its last part."""
+        parts = split_batch(message)  # type: ignore[arg-type]
+        for part in parts[:-1]:
+            await self.send_json({**part, "more": True} if "more" in message else part)
+        await self.send_json(parts[-1])
 
 
 class CaptureListConsumer(JsonConsumer):

@@ -464,8 +464,19 @@ class SocketRecording(Recorder):
 
     def open_capture(self) -> models.Capture:
         return open_capture(
-            stream_format=self.stream_format, slug=self.slug, source=self.source, title=self.title
+            stream_format=self.stream_format,
+            slug=self.slug,
+            source=self.source,
+            title=self.title,
+            **chosen_dialect(self.dialect),
         )
+
+
+def chosen_dialect(dialect: str) -> dict[str, str]:
+    """A new capture's fields for the dialect its client chose, written at
+    once (not with its first frames): a process that resumes it, or recovery
+    after its process died, reads it in that dialect even before any frame."""
+    return {} if dialect == AUTO_DIALECT else {"dialect": dialect, "dialect_basis": CHOSEN}
 
 
 # -- HTTP ingest: one request per append (sync views) ---------------------------------------
@@ -483,14 +494,13 @@ class OutOfTurn(Exception):
 def open_ingest(*, stream_format: str, title: str, dialect: str = AUTO_DIALECT) -> LiveCapture:
     """Open a capture that HTTP appends will feed, and tell the list.  A
     dialect given is written down, so any process can resume the capture."""
-    chosen = {} if dialect == AUTO_DIALECT else {"dialect": dialect, "dialect_basis": CHOSEN}
     with writing():
         capture = open_capture(
             stream_format=stream_format,
             source=models.Capture.Source.INGEST,
             title=title,
             http_ingest=True,
-            **chosen,
+            **chosen_dialect(dialect),
         )
     live = LiveCapture(
         capture, clock=time.time, dialect=dialect, started=capture.created.timestamp()

@@ -320,3 +320,14 @@ def test_recovery_reads_the_frames_in_the_dialect_they_were_recorded_in(db, told
 
     assert verdict(recovered) == verdict(closed)
     assert recovered.interrupted and not closed.interrupted
+
+
+def test_a_socket_capture_s_chosen_dialect_is_written_when_it_opens(db):
+    """The ingest socket's chosen dialect is on the capture from its creation, so a
+    capture whose process died before any frame was stored is recovered in it too."""
+    from inspector.live.recorder import SocketRecording
+
+    capture = SocketRecording(stream_format="sse", title="t", dialect="gemini").open_capture()
+    assert (capture.dialect, capture.dialect_basis) == ("gemini", "chosen")
+    (recovered,) = recover_interrupted(force=True)
+    assert (recovered.dialect, recovered.dialect_basis) == ("gemini", "chosen")

@@ -139,3 +139,24 @@ def test_each_snapshot_page_reads_its_frames_in_one_query(live):
         missed = snapshot.missed_message(capture, 4, 100, limit=1000)
     assert [frame["number"] for frame in missed["frames"]] == list(range(5, 100))
     assert len(queries) == 2  # the capture's dialect now, and the frames
+
+
+async def test_a_snapshot_page_of_long_rows_goes_in_messages_daphne_will_send(settings):
+    """daphne closes a socket told to send more than 1 MiB at once: a page of rows of long
+    frames goes in parts of at most MESSAGE_HTML characters of rows, `more` until the last."""
+    from inspector.live.broadcast import MESSAGE_HTML
+
+    long_word = "x" * 3000
+    data = b"".join(chunk({"content": f"{n}{long_word}"}) for n in range(300))
+    capture = await database_sync_to_async(store_stream)(data, stream_format="sse")
+    comm = await connect(f"/ws/captures/{capture.slug}/?after=-1")
+    messages = []
+    while not messages or messages[-1]["more"]:
+        messages.append(await comm.receive_json_from(timeout=5))
+    assert len(messages) > 1
+    assert [m["more"] for m in messages] == [True] * (len(messages) - 1) + [False]
+    numbers = [frame["number"] for m in messages for frame in m["frames"]]
+    assert numbers == list(range(300))
+    for message in messages:
+        assert sum(len(frame["html"]) for frame in message["frames"]) <= MESSAGE_HTML
+    await comm.disconnect()

@@ -268,3 +268,26 @@ async def test_frames_whose_live_messages_the_layer_dropped_are_read_back(monkey
         assert f"/frames/{frame['number']}" in frame["html"]
         assert f"&quot;content&quot;:&quot;{word}&quot;" in frame["html"]
     await comm.disconnect()
+
+
+async def test_a_late_message_s_older_cards_do_not_replace_newer_ones():
+    """A message all of whose frames the viewer has (another process's append published
+    after a later one) is dropped: its cards are older than those already sent."""
+    recorder = await recording()
+    pieces = text_stream(["a", "b"])
+    await fed(recorder, pieces[0])
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
+    late = {"type": "capture.frames", "slug": recorder.slug, "frames": [{"number": 0, "html": ""}]}
+    late |= {"calls": [{"position": 0, "html": "<article>stale</article>"}], "refusal": None}
+    await get_channel_layer().group_send(broadcast.capture_group(recorder.slug), late)
+    for piece in pieces[1:]:
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
+    messages = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    assert "stale" not in orjson.dumps(messages).decode()
+    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    assert numbers == list(range(1, len(pieces)))
+    await comm.disconnect()

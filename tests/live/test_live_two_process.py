@@ -99,11 +99,12 @@ def test_a_viewer_on_process_b_sees_every_frame_pushed_to_process_a_once(
     assert changes == ["live", "ok"]
 
 
-def test_an_idle_viewer_stays_connected_past_the_redis_blocking_pop(
+def test_an_idle_viewer_stays_connected_past_redis_s_default_socket_timeout(
     daphne_factory, transactional_db
 ):
-    """channels-redis blocks 5 s per pop; a Redis socket timeout of 5 s (redis-py 8's
-    default) dropped every viewer that heard nothing for 5 s (close code 1011)."""
+    """With the list-based layer's 5 s blocking pops, a Redis socket timeout of 5 s
+    (redis-py 8's default) dropped every viewer that heard nothing for 5 s (close code
+    1011); an idle viewer of the pub/sub layer must stay as well."""
     a = daphne_factory({"INSPECTOR_TEST_PROCESS": "A"})
     b = daphne_factory({"INSPECTOR_TEST_PROCESS": "B"})
     ours: dict[str, str] = {}
