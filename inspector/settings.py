@@ -178,6 +178,10 @@ INSPECTOR_MAX_LARGE_UPLOADS = int(os.environ.get("INSPECTOR_MAX_LARGE_UPLOADS", 
 # big capture gets its frames in pages, each a bounded query, and the paging stops when the
 # socket closes.
 INSPECTOR_SNAPSHOT_FRAMES = int(os.environ.get("INSPECTOR_SNAPSHOT_FRAMES", 1000))
+# A live capture's viewer that heard nothing for this long asks the database whether frames
+# were stored or the capture closed meanwhile: its messages may have been lost (a Redis
+# connection re-made, processes on channel layers that don't hear each other).
+INSPECTOR_VIEWER_CHECK_SECONDS = float(os.environ.get("INSPECTOR_VIEWER_CHECK_SECONDS", 5))
 
 # --- Live capture: the recording proxy, guard mode, retry chains -----------------------------
 # Named upstreams the proxy forwards to: "name=base_url,name=base_url" (base URLs end in /v1).

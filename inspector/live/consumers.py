@@ -20,6 +20,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.conf import settings
 
 from inspector.assembly import AUTO_DIALECT, DIALECTS, FORMATS, HAR
 from inspector.captures import models
@@ -27,7 +28,7 @@ from inspector.captures.uploads import TooLarge, check_total_size
 
 from .broadcast import LIST_GROUP, capture_group, split_batch
 from .recorder import SocketRecording
-from .snapshot import DONE, SnapshotPager, missed_message, page_size
+from .snapshot import DONE, SnapshotPager, missed_message, page_size, stored_progress
 
 
 class NoDatabaseDispatch:
@@ -68,6 +69,7 @@ class CaptureConsumer(JsonConsumer):
     """
 
     paging: asyncio.Task | None = None
+    watching: asyncio.Task | None = None
     # Live messages are forwarded, not read from the database (but for frames whose
     # messages were lost, read back in a thread of their own: `_send_missed`).
     no_database = frozenset({"capture.frames", "capture.finished"})
@@ -81,6 +83,9 @@ class CaptureConsumer(JsonConsumer):
         self.group = capture_group(slug)
         self.held: list[dict[str, Any]] | None = []  # live messages, while paging
         self.pager = SnapshotPager(capture, _after(self.scope))
+        self.heard = time.monotonic()  # when the last live message came
+        self.finished = False  # the closing message went out
+        self.sending = asyncio.Lock()  # live messages, and what `_watch` sends
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         self.paging = asyncio.create_task(self._send_snapshot())
@@ -95,10 +100,37 @@ class CaptureConsumer(JsonConsumer):
         while self.held:
             await self._forward(self.held.pop(0))
         self.held = None
+        if self.pager.live and not self.finished:
+            self.watching = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        """While the capture is live: after INSPECTOR_VIEWER_CHECK_SECONDS
+        without a live message, ask the database.  Frames stored since the
+        last one sent are read back, and a capture no longer live is
+        announced closed: their messages were lost (a Redis connection
+        re-made drops what was published meanwhile; processes on channel
+        layers that don't hear each other, during a deployment)."""
+        interval = settings.INSPECTOR_VIEWER_CHECK_SECONDS
+        check = database_sync_to_async(stored_progress, thread_sensitive=False)
+        while not self.finished:
+            await asyncio.sleep(interval)
+            if time.monotonic() - self.heard < interval:
+                continue
+            last, closed = await check(self.pager.capture)
+            async with self.sending:
+                if self.finished:
+                    return
+                if last > self.pager.sent_up_to:
+                    await self._send_missed(last + 1)
+                if closed is not None:
+                    self.finished = True
+                    await self.send_json({**closed, "type": "finished"})
 
     async def disconnect(self, code: int) -> None:
         if self.paging is not None:
             self.paging.cancel()
+        if self.watching is not None:
+            self.watching.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -109,6 +141,7 @@ class CaptureConsumer(JsonConsumer):
         await self._live({**message, "type": "finished"})
 
     async def _live(self, message: dict[str, Any]) -> None:
+        self.heard = time.monotonic()
         if self.held is not None:
             self.held.append(message)
         else:
@@ -120,15 +153,19 @@ class CaptureConsumer(JsonConsumer):
         message all of whose frames the viewer has is late (another
         process's append published after a later one, or held while the
         snapshot was read): its cards and refusal are older than those sent."""
-        seen = self.pager.sent_up_to
-        frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
-        if frames and frames[0]["number"] > seen + 1:
-            await self._send_missed(frames[0]["number"])
-        if frames:
-            self.pager.sent_up_to = frames[-1]["number"]
-        elif message.get("frames") and message["type"] != "finished":
-            return
-        await self.send_json({**message, "frames": frames})
+        async with self.sending:
+            if self.finished:
+                return  # `_watch` found the capture closed first
+            seen = self.pager.sent_up_to
+            frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
+            if frames and frames[0]["number"] > seen + 1:
+                await self._send_missed(frames[0]["number"])
+            if frames:
+                self.pager.sent_up_to = frames[-1]["number"]
+            elif message.get("frames") and message["type"] != "finished":
+                return
+            self.finished = message["type"] == "finished"
+            await self.send_json({**message, "frames": frames})
 
     async def _send_missed(self, before: int) -> None:
         """The stored frames between the last one the viewer got and

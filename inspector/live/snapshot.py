@@ -20,7 +20,7 @@ place); the call cards and the refusal go out with the last page.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from inspector.assembly import STRICT, StreamAssembler
 from inspector.captures import dialects, models
@@ -28,10 +28,12 @@ from inspector.captures.pages.frames import FRAMES_PER_PAGE
 from inspector.captures.pages.live_cards import FrameNotes, LiveCards
 
 from .broadcast import (
+    FinishedMessage,
     FrameEntry,
     FramesMessage,
     SnapshotMessage,
     call_entries,
+    finished_message,
     frame_entry,
     refusal_entry,
     snapshot_message,
@@ -158,3 +160,20 @@ def _stored_frames(capture: models.Capture) -> QuerySet[models.Frame]:
     return models.Frame.objects.filter(capture=capture).only(
         "number", "kind", "raw", "arrived_ms", "calls", "marks", "did"
     )
+
+
+def stored_progress(capture: models.Capture) -> tuple[int, FinishedMessage | None]:
+    """The number of the last frame stored (-1: none), and the closing
+    message of the capture when it is no longer live (the outcome as
+    stored; the page it swaps in says the rest): what a viewer whose live
+    messages stopped coming asks."""
+    last = models.Frame.objects.filter(capture=capture).aggregate(last=Max("number"))["last"]
+    row = (
+        models.Capture.objects.filter(pk=capture.pk)
+        .only("slug", "outcome", "lenient_outcome", "frame_count")
+        .first()
+    )
+    closed = None
+    if row is None or row.outcome != models.Capture.Outcome.LIVE:
+        closed = finished_message(row or capture, None, None)
+    return (-1 if last is None else last), closed

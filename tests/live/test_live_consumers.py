@@ -291,3 +291,32 @@ async def test_a_late_message_s_older_cards_do_not_replace_newer_ones():
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
     assert numbers == list(range(1, len(pieces)))
     await comm.disconnect()
+
+
+async def test_a_viewer_whose_last_messages_were_lost_asks_the_database(monkeypatch, settings):
+    """No later message shows the gap when the last ones are lost (a Redis connection
+    re-made, processes on layers that don't hear each other): after
+    INSPECTOR_VIEWER_CHECK_SECONDS of silence the viewer gets the frames stored since,
+    then the capture's closing."""
+    settings.INSPECTOR_VIEWER_CHECK_SECONDS = 0.2
+    recorder = await recording()
+    pieces = text_stream(["a", "b", "c"])
+    await fed(recorder, pieces[0])
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
+
+    async def lost(group, message):
+        return None  # every message from now on
+
+    monkeypatch.setattr(broadcast, "send", lost)
+    for piece in pieces[1:]:
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
+    messages = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    assert numbers == list(range(1, len(pieces)))
+    assert (messages[-1]["outcome"], messages[-1]["frame_count"]) == ("ok", len(pieces))
+    assert await comm.receive_nothing(timeout=0.5)  # and nothing after the closing
+    await comm.disconnect()
