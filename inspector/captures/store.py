@@ -137,8 +137,9 @@ def append_frames(
             call_texts[key] = compact(positions)
     calls_text = {number: call_texts[tuple(positions)] for number, positions in calls.items()}
     no_items: list[list[Any]] = []
+    capture_pk = capture.pk  # a property: asked once, not per row
     rows = (
-        (capture.pk, frame.number, frame.kind.value, _text(frame.raw), at,
+        (capture_pk, frame.number, frame.kind.value, _text(frame.raw), at,
          calls_text.get(frame.number, "[]"), "[]",
          compact(items := did.get(frame.number, no_items)), carries_text(items))
         for frame, at in zip(frames, arrived_ms, strict=True)
@@ -581,11 +582,12 @@ def _fragment_rows(row: models.Call, call: AssembledCall) -> Iterator[tuple]:
     states = None
     if row.argument_form == PATH_PIECES:
         states = piece_states([text for _, _, text in call.iter_fragments()])
+    call_pk = row.pk  # a property: asked once, not per fragment
     for seq, (frame, offset, text) in enumerate(call.iter_fragments()):
         scanner.feed(text)
         state = states[seq] if states is not None else ""
         yield (
-            row.pk,
+            call_pk,
             seq,
             frame,
             offset,
