@@ -31,7 +31,8 @@ def test_redis_is_the_pub_sub_layer_whatever_the_leg():
     ).stdout
     layer = ast.literal_eval(out)
     assert layer["BACKEND"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
-    assert layer["CONFIG"]["hosts"][0]["address"] == "redis://127.0.0.1:6379/9"
+    (host,) = layer["CONFIG"]["hosts"]
+    assert host == {"address": "redis://127.0.0.1:6379/9", "socket_timeout": 30}
 
 
 def test_database_engine_follows_database_url():

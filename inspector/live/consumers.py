@@ -12,6 +12,7 @@ are read back from the database.  None is lost, none is shown twice.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -29,6 +30,8 @@ from inspector.captures.uploads import TooLarge, check_total_size
 from .broadcast import LIST_GROUP, capture_group, split_batch
 from .recorder import SocketRecording
 from .snapshot import DONE, SnapshotPager, missed_message, page_size, stored_progress
+
+logger = logging.getLogger(__name__)
 
 
 class NoDatabaseDispatch:
@@ -85,6 +88,8 @@ class CaptureConsumer(JsonConsumer):
         self.pager = SnapshotPager(capture, _after(self.scope))
         self.heard = time.monotonic()  # when the last live message came
         self.finished = False  # the closing message went out
+        # Each call's card sent, as of which frame: a late message's older card is dropped.
+        self.card_as_of: dict[int, int] = {}
         self.sending = asyncio.Lock()  # live messages, and what `_watch` sends
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -116,15 +121,21 @@ class CaptureConsumer(JsonConsumer):
             await asyncio.sleep(interval)
             if time.monotonic() - self.heard < interval:
                 continue
-            last, closed = await check(self.pager.capture)
-            async with self.sending:
-                if self.finished:
-                    return
-                if last > self.pager.sent_up_to:
-                    await self._send_missed(last + 1)
-                if closed is not None:
-                    self.finished = True
-                    await self.send_json({**closed, "type": "finished"})
+            try:
+                await self._check(check)
+            except Exception:  # noqa: BLE001 - the next check may succeed; live messages go on
+                logger.warning("viewer of %s: the check failed", self.group, exc_info=True)
+
+    async def _check(self, check: Any) -> None:
+        last, closed = await check(self.pager.capture)
+        async with self.sending:
+            if self.finished:
+                return
+            if last > self.pager.sent_up_to:
+                await self._send_missed(last + 1)
+            if closed is not None:
+                self.finished = True
+                await self.send_json({**closed, "type": "finished"})
 
     async def disconnect(self, code: int) -> None:
         if self.paging is not None:
@@ -150,22 +161,35 @@ class CaptureConsumer(JsonConsumer):
     async def _forward(self, message: dict[str, Any]) -> None:
         """A live message, without the frames the viewer already got, and
         after the frames it should have got before them and did not.  A
-        message all of whose frames the viewer has is late (another
-        process's append published after a later one, or held while the
-        snapshot was read): its cards and refusal are older than those sent."""
+        message may come late (another process's append published after a
+        later one; one held while the snapshot was read; one delayed past
+        its frames' read-back): of its cards, those older than the card
+        already sent for the same call are dropped (`_fresh_cards`)."""
         async with self.sending:
             if self.finished:
                 return  # `_watch` found the capture closed first
             seen = self.pager.sent_up_to
-            frames = [frame for frame in message.get("frames", []) if frame["number"] > seen]
+            given = message.get("frames", [])
+            frames = [frame for frame in given if frame["number"] > seen]
             if frames and frames[0]["number"] > seen + 1:
                 await self._send_missed(frames[0]["number"])
             if frames:
                 self.pager.sent_up_to = frames[-1]["number"]
-            elif message.get("frames") and message["type"] != "finished":
-                return
+            as_of = given[-1]["number"] if given else self.pager.sent_up_to
+            calls = self._fresh_cards(message.get("calls", []), as_of)
+            news = frames or calls or message.get("dialect_html") or message.get("refusal_html")
+            if given and not news and message["type"] != "finished":
+                return  # late, and nothing in it the viewer lacks
             self.finished = message["type"] == "finished"
-            await self.send_json({**message, "frames": frames})
+            await self.send_json({**message, "frames": frames, "calls": calls})
+
+    def _fresh_cards(self, calls: list[dict[str, Any]], as_of: int) -> list[dict[str, Any]]:
+        """The cards rendered as of frame `as_of` that no card rendered
+        later was sent for, noted as sent."""
+        fresh = [call for call in calls if self.card_as_of.get(call["position"], -1) <= as_of]
+        for call in fresh:
+            self.card_as_of[call["position"]] = as_of
+        return fresh
 
     async def _send_missed(self, before: int) -> None:
         """The stored frames between the last one the viewer got and
@@ -187,6 +211,8 @@ class CaptureConsumer(JsonConsumer):
         MESSAGE_HTML characters of rows (daphne closes a socket told to send
         more than 1 MiB at once); a split snapshot page says `more` until
         its last part."""
+        if message.get("calls"):  # a snapshot's cards, as of its last frame read
+            self._fresh_cards(message["calls"], self.pager.sent_up_to)
         parts = split_batch(message)  # type: ignore[arg-type]
         for part in parts[:-1]:
             await self.send_json({**part, "more": True} if "more" in message else part)

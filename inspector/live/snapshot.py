@@ -167,13 +167,17 @@ def stored_progress(capture: models.Capture) -> tuple[int, FinishedMessage | Non
     message of the capture when it is no longer live (the outcome as
     stored; the page it swaps in says the rest): what a viewer whose live
     messages stopped coming asks."""
-    last = models.Frame.objects.filter(capture=capture).aggregate(last=Max("number"))["last"]
+    # The row first: frames stored and the close committed between the two reads are
+    # then among the frames read (a capture closes after its last frame is stored).
     row = (
         models.Capture.objects.filter(pk=capture.pk)
         .only("slug", "outcome", "lenient_outcome", "frame_count")
         .first()
     )
+    last = models.Frame.objects.filter(capture=capture).aggregate(last=Max("number"))["last"]
     closed = None
-    if row is None or row.outcome != models.Capture.Outcome.LIVE:
-        closed = finished_message(row or capture, None, None)
+    if row is None:  # deleted: the page the viewer is told to fetch says so
+        closed = {**finished_message(capture, None, None), "outcome": "deleted"}
+    elif row.outcome != models.Capture.Outcome.LIVE:
+        closed = finished_message(row, None, None)
     return (-1 if last is None else last), closed

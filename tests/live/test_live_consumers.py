@@ -271,25 +271,37 @@ async def test_frames_whose_live_messages_the_layer_dropped_are_read_back(monkey
 
 
 async def test_a_late_message_s_older_cards_do_not_replace_newer_ones():
-    """A message all of whose frames the viewer has (another process's append published
-    after a later one) is dropped: its cards are older than those already sent."""
+    """A message may come after a later one (another process's append published late):
+    its frames the viewer has are dropped, and so is its card of a call whose later card
+    was sent; its card of a call not shown yet still goes."""
     recorder = await recording()
-    pieces = text_stream(["a", "b"])
+    pieces = text_stream(["a", "b", "c"])
     await fed(recorder, pieces[0])
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
-    late = {"type": "capture.frames", "slug": recorder.slug, "frames": [{"number": 0, "html": ""}]}
-    late |= {"calls": [{"position": 0, "html": "<article>stale</article>"}], "refusal": None}
-    await get_channel_layer().group_send(broadcast.capture_group(recorder.slug), late)
-    for piece in pieces[1:]:
+    for piece in pieces[1:3]:
+        await fed(recorder, piece)
+    while (await comm.receive_json_from(timeout=5))["frames"][-1]["number"] < 2:
+        pass
+    group, layer = broadcast.capture_group(recorder.slug), get_channel_layer()
+    quiet = {"type": "capture.frames", "slug": recorder.slug, "refusal": None}
+    card = {"position": 0, "html": "<article>as of frame 2</article>"}
+    await layer.group_send(group, {**quiet, "frames": [], "calls": [card]})
+    stale = {"position": 0, "html": "<article>stale</article>"}
+    other = {"position": 1, "html": "<article>not shown yet</article>"}
+    await layer.group_send(
+        group, {**quiet, "frames": [{"number": 1, "html": ""}], "calls": [stale, other]}
+    )
+    for piece in pieces[3:]:
         recorder.feed(piece, time.monotonic())
     await recorder.finish()
     messages = []
     while not messages or messages[-1]["type"] != "finished":
         messages.append(await comm.receive_json_from(timeout=5))
-    assert "stale" not in orjson.dumps(messages).decode()
+    text = orjson.dumps(messages).decode()
+    assert "as of frame 2" in text and "not shown yet" in text and "stale" not in text
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
-    assert numbers == list(range(1, len(pieces)))
+    assert numbers == list(range(3, len(pieces)))
     await comm.disconnect()
 
 
@@ -319,4 +331,92 @@ async def test_a_viewer_whose_last_messages_were_lost_asks_the_database(monkeypa
     assert numbers == list(range(1, len(pieces)))
     assert (messages[-1]["outcome"], messages[-1]["frame_count"]) == ("ok", len(pieces))
     assert await comm.receive_nothing(timeout=0.5)  # and nothing after the closing
+    await comm.disconnect()
+
+
+def delaying(send, seconds: float, which):
+    """`broadcast.send` holding back the messages `which` picks by `seconds`."""
+
+    async def delayed(group, message):
+        if which(message):
+            await asyncio.sleep(seconds)
+        await send(group, message)
+
+    return delayed
+
+
+async def test_a_message_delayed_past_its_frames_read_back_still_brings_the_rest(
+    monkeypatch, settings
+):
+    """The check reads back frames whose message is only slow; when it comes, what it
+    carries besides them (here the dialect note the first frames tell) still goes."""
+    settings.INSPECTOR_VIEWER_CHECK_SECONDS = 0.2
+    recorder = await recording()
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    assert (await comm.receive_json_from(timeout=5))["frames"] == []
+    first = lambda message: any(f["number"] == 0 for f in message.get("frames", []))  # noqa: E731
+    monkeypatch.setattr(broadcast, "send", delaying(broadcast.send, 0.8, first))
+    recorder.feed(text_stream(["a"])[0], time.monotonic())
+    read_back = await comm.receive_json_from(timeout=5)
+    assert [f["number"] for f in read_back["frames"]] == [0] and not read_back["dialect_html"]
+    late = await comm.receive_json_from(timeout=5)
+    assert late["frames"] == [] and "dialect-note" in late["dialect_html"]
+    await recorder.finish()
+    await comm.disconnect()
+
+
+async def test_the_closing_goes_once_when_the_check_announced_it_first(monkeypatch, settings):
+    settings.INSPECTOR_VIEWER_CHECK_SECONDS = 0.2
+    recorder = await recording()
+    pieces = text_stream(["a"])
+    await fed(recorder, pieces[0])
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    await comm.receive_json_from(timeout=5)
+    closing = lambda message: message["type"] == "capture.finished"  # noqa: E731
+    monkeypatch.setattr(broadcast, "send", delaying(broadcast.send, 1.0, closing))
+    for piece in pieces[1:]:
+        recorder.feed(piece, time.monotonic())
+    finishing = asyncio.ensure_future(recorder.finish())
+    messages = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    await finishing  # the real closing was published, 1 s late
+    assert await comm.receive_nothing(timeout=0.5)
+    assert [m["type"] for m in messages].count("finished") == 1
+    await comm.disconnect()
+
+
+async def test_frames_read_back_go_in_messages_daphne_will_send(monkeypatch):
+    from inspector.live.broadcast import MESSAGE_HTML
+
+    recorder = await recording()
+    long_words = [f"{n}" + "x" * 3000 for n in range(120)]
+    pieces = text_stream(long_words)
+    await fed(recorder, pieces[0])
+    comm = await connect(f"/ws/captures/{recorder.slug}/")
+    await comm.receive_json_from(timeout=5)
+    send = broadcast.send
+
+    async def dropping(group, message):
+        if not any(1 <= frame["number"] <= 100 for frame in message.get("frames", [])):
+            await send(group, message)
+
+    monkeypatch.setattr(broadcast, "send", dropping)
+    stored = database_sync_to_async(lambda: recorder.live.capture.frames.count())
+    for piece in pieces[1:101]:
+        recorder.feed(piece, time.monotonic())
+    while await stored() < 101:
+        await asyncio.sleep(0.005)
+    for piece in pieces[101:]:
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
+    messages = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    assert numbers == list(range(1, len(pieces)))
+    read_back = [m for m in messages if m["frames"] and m["frames"][0]["number"] <= 100]
+    assert len(read_back) > 1
+    for message in messages:
+        assert sum(len(frame["html"]) for frame in message["frames"]) <= MESSAGE_HTML
     await comm.disconnect()
