@@ -60,6 +60,46 @@ async def fed(recording: SocketRecording, piece: bytes) -> None:
         await asyncio.sleep(0.005)
 
 
+def losing(send, which):
+    """`broadcast.send` that loses the messages `which` picks, as a layer may."""
+
+    async def lossy(group, message):
+        if not which(message):
+            await send(group, message)
+
+    return lossy
+
+
+def delaying(send, seconds: float, which):
+    """`broadcast.send` holding back the messages `which` picks by `seconds`."""
+
+    async def delayed(group, message):
+        if which(message):
+            await asyncio.sleep(seconds)
+        await send(group, message)
+
+    return delayed
+
+
+def with_frames(low: int, high: int):
+    """Picks the messages carrying a frame numbered from `low` to `high`."""
+    return lambda message: any(low <= f["number"] <= high for f in message.get("frames", []))
+
+
+async def stored(recorder: SocketRecording, count: int) -> None:
+    """Wait until the recorder's capture holds `count` frames."""
+    frames = database_sync_to_async(lambda: recorder.live.capture.frames.count())
+    while await frames() < count:
+        await asyncio.sleep(0.005)
+
+
+async def messages_until_finished(comm) -> list[dict]:
+    messages: list[dict] = []
+    while not messages or messages[-1]["type"] != "finished":
+        messages.append(await comm.receive_json_from(timeout=5))
+    return messages
+
+
 async def test_a_viewer_gets_a_snapshot_then_live_frames_then_the_outcome():
     recorder = await recording()
     pieces = text_stream(["a", "b", "c"])
@@ -240,26 +280,16 @@ async def test_frames_whose_live_messages_the_layer_dropped_are_read_back(monkey
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
 
-    send = broadcast.send
-
-    async def dropping(group, message):
-        if not any(frame["number"] in (1, 2, 3) for frame in message.get("frames", [])):
-            await send(group, message)
-
-    monkeypatch.setattr(broadcast, "send", dropping)
-    stored = database_sync_to_async(lambda: recorder.live.capture.frames.count())
+    monkeypatch.setattr(broadcast, "send", losing(broadcast.send, with_frames(1, 3)))
     for piece in pieces[1:4]:
         recorder.feed(piece, time.monotonic())
-    while await stored() < 4:
-        await asyncio.sleep(0.005)
+    await stored(recorder, 4)
     assert await comm.receive_nothing(timeout=0.2)  # their messages never came
 
     for piece in pieces[4:]:
         recorder.feed(piece, time.monotonic())
     await recorder.finish()
-    messages = []
-    while not messages or messages[-1]["type"] != "finished":
-        messages.append(await comm.receive_json_from(timeout=5))
+    messages = await messages_until_finished(comm)
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
     assert numbers == list(range(1, len(pieces)))
     missed = messages[0]
@@ -295,9 +325,7 @@ async def test_a_late_message_s_older_cards_do_not_replace_newer_ones():
     for piece in pieces[3:]:
         recorder.feed(piece, time.monotonic())
     await recorder.finish()
-    messages = []
-    while not messages or messages[-1]["type"] != "finished":
-        messages.append(await comm.receive_json_from(timeout=5))
+    messages = await messages_until_finished(comm)
     text = orjson.dumps(messages).decode()
     assert "as of frame 2" in text and "not shown yet" in text and "stale" not in text
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
@@ -317,32 +345,16 @@ async def test_a_viewer_whose_last_messages_were_lost_asks_the_database(monkeypa
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
 
-    async def lost(group, message):
-        return None  # every message from now on
-
-    monkeypatch.setattr(broadcast, "send", lost)
+    monkeypatch.setattr(broadcast, "send", losing(broadcast.send, lambda message: True))
     for piece in pieces[1:]:
         recorder.feed(piece, time.monotonic())
     await recorder.finish()
-    messages = []
-    while not messages or messages[-1]["type"] != "finished":
-        messages.append(await comm.receive_json_from(timeout=5))
+    messages = await messages_until_finished(comm)
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
     assert numbers == list(range(1, len(pieces)))
     assert (messages[-1]["outcome"], messages[-1]["frame_count"]) == ("ok", len(pieces))
     assert await comm.receive_nothing(timeout=0.5)  # and nothing after the closing
     await comm.disconnect()
-
-
-def delaying(send, seconds: float, which):
-    """`broadcast.send` holding back the messages `which` picks by `seconds`."""
-
-    async def delayed(group, message):
-        if which(message):
-            await asyncio.sleep(seconds)
-        await send(group, message)
-
-    return delayed
 
 
 async def test_a_message_delayed_past_its_frames_read_back_still_brings_the_rest(
@@ -354,8 +366,7 @@ async def test_a_message_delayed_past_its_frames_read_back_still_brings_the_rest
     recorder = await recording()
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     assert (await comm.receive_json_from(timeout=5))["frames"] == []
-    first = lambda message: any(f["number"] == 0 for f in message.get("frames", []))  # noqa: E731
-    monkeypatch.setattr(broadcast, "send", delaying(broadcast.send, 0.8, first))
+    monkeypatch.setattr(broadcast, "send", delaying(broadcast.send, 0.8, with_frames(0, 0)))
     recorder.feed(text_stream(["a"])[0], time.monotonic())
     read_back = await comm.receive_json_from(timeout=5)
     assert [f["number"] for f in read_back["frames"]] == [0] and not read_back["dialect_html"]
@@ -377,9 +388,7 @@ async def test_the_closing_goes_once_when_the_check_announced_it_first(monkeypat
     for piece in pieces[1:]:
         recorder.feed(piece, time.monotonic())
     finishing = asyncio.ensure_future(recorder.finish())
-    messages = []
-    while not messages or messages[-1]["type"] != "finished":
-        messages.append(await comm.receive_json_from(timeout=5))
+    messages = await messages_until_finished(comm)
     await finishing  # the real closing was published, 1 s late
     assert await comm.receive_nothing(timeout=0.5)
     assert [m["type"] for m in messages].count("finished") == 1
@@ -395,24 +404,14 @@ async def test_frames_read_back_go_in_messages_daphne_will_send(monkeypatch):
     await fed(recorder, pieces[0])
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     await comm.receive_json_from(timeout=5)
-    send = broadcast.send
-
-    async def dropping(group, message):
-        if not any(1 <= frame["number"] <= 100 for frame in message.get("frames", [])):
-            await send(group, message)
-
-    monkeypatch.setattr(broadcast, "send", dropping)
-    stored = database_sync_to_async(lambda: recorder.live.capture.frames.count())
+    monkeypatch.setattr(broadcast, "send", losing(broadcast.send, with_frames(1, 100)))
     for piece in pieces[1:101]:
         recorder.feed(piece, time.monotonic())
-    while await stored() < 101:
-        await asyncio.sleep(0.005)
+    await stored(recorder, 101)
     for piece in pieces[101:]:
         recorder.feed(piece, time.monotonic())
     await recorder.finish()
-    messages = []
-    while not messages or messages[-1]["type"] != "finished":
-        messages.append(await comm.receive_json_from(timeout=5))
+    messages = await messages_until_finished(comm)
     numbers = [frame["number"] for message in messages for frame in message["frames"]]
     assert numbers == list(range(1, len(pieces)))
     read_back = [m for m in messages if m["frames"] and m["frames"][0]["number"] <= 100]
