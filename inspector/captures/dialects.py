@@ -50,6 +50,14 @@ def dialect_basis(
     return ASSUMED
 
 
+def chosen_fields(dialect: str) -> dict[str, str]:
+    """A new capture's fields for the dialect its client chose (none for
+    `auto`), written when it opens, not with its first frames: a process
+    that resumes it, or recovery after its process died, reads it in that
+    dialect even before any frame (`requested` gives it back)."""
+    return {} if dialect == AUTO_DIALECT else {"dialect": dialect, "dialect_basis": CHOSEN}
+
+
 def requested(dialect: str, basis: str) -> tuple[str, str | None]:
     """The `(dialect, hint)` a stored capture was read with, from its
     `dialect` and `dialect_basis`: what reading its frames again (a capture

@@ -220,6 +220,9 @@ def merge_batches(first: FramesMessage, second: FramesMessage) -> FramesMessage:
     }
 
 
+# What a message of rows alone says of the calls, the refusal and the dialect: nothing.
+NO_CALLS: dict[str, Any] = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
+
 # A viewer message's rows, at most (characters of HTML): daphne refuses to send a
 # websocket message over 1 MiB, and closes the viewer's socket (1011) when told to.
 MESSAGE_HTML = 256 * 1024
@@ -239,8 +242,7 @@ def split_batch(message: FramesMessage, limit: int = MESSAGE_HTML) -> list[Frame
         size += len(frame["html"])
     if len(parts) == 1:
         return [message]
-    quiet = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
-    out: list[FramesMessage] = [{**message, **quiet, "frames": part} for part in parts[:-1]]
+    out: list[FramesMessage] = [{**message, **NO_CALLS, "frames": part} for part in parts[:-1]]
     out.append({**message, "frames": parts[-1]})
     return out
 

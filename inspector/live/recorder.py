@@ -32,7 +32,6 @@ from django.urls import reverse
 
 from inspector.assembly import AUTO_DIALECT
 from inspector.captures import dialects, models
-from inspector.captures.dialects import CHOSEN
 from inspector.captures.ingest_chunks import add_chunk, drop_chunks
 from inspector.captures.pages.live_cards import RENDER_INTERVAL
 from inspector.captures.store import open_capture
@@ -468,15 +467,8 @@ class SocketRecording(Recorder):
             slug=self.slug,
             source=self.source,
             title=self.title,
-            **chosen_dialect(self.dialect),
+            **dialects.chosen_fields(self.dialect),
         )
-
-
-def chosen_dialect(dialect: str) -> dict[str, str]:
-    """A new capture's fields for the dialect its client chose, written at
-    once (not with its first frames): a process that resumes it, or recovery
-    after its process died, reads it in that dialect even before any frame."""
-    return {} if dialect == AUTO_DIALECT else {"dialect": dialect, "dialect_basis": CHOSEN}
 
 
 # -- HTTP ingest: one request per append (sync views) ---------------------------------------
@@ -500,7 +492,7 @@ def open_ingest(*, stream_format: str, title: str, dialect: str = AUTO_DIALECT) 
             source=models.Capture.Source.INGEST,
             title=title,
             http_ingest=True,
-            **chosen_dialect(dialect),
+            **dialects.chosen_fields(dialect),
         )
     live = LiveCapture(
         capture, clock=time.time, dialect=dialect, started=capture.created.timestamp()

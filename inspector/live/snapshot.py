@@ -28,6 +28,7 @@ from inspector.captures.pages.frames import FRAMES_PER_PAGE
 from inspector.captures.pages.live_cards import FrameNotes, LiveCards
 
 from .broadcast import (
+    NO_CALLS,
     FinishedMessage,
     FrameEntry,
     FramesMessage,
@@ -41,8 +42,6 @@ from .broadcast import (
 
 # `next_page`'s answer once every page was given.
 DONE = object()
-# A viewer's page of missed frames says nothing of the calls (`missed_message`).
-_NO_CALLS = {"calls": [], "refusal": None, "refusal_html": "", "dialect_html": ""}
 
 
 def page_size() -> int:
@@ -101,12 +100,8 @@ class SnapshotPager:
         return row.number >= self._page_start and bool(calls or marks)
 
     def _entry(self, row: models.Frame, notes: FrameNotes) -> FrameEntry:
-        calls, marks = notes.get(row.number, (row.calls, row.marks))
         dialect = self._rows.assembler.dialect if self._rows is not None else self.capture.dialect
-        return frame_entry(
-            self.capture.slug, row.number, row.kind, row.raw, row.arrived_ms,
-            calls=calls, marks=marks, did=row.did, dialect=dialect,
-        )  # fmt: skip
+        return _stored_entry(self.capture.slug, row, dialect, notes)
 
     def _feed(self, rows: list[models.Frame]) -> FrameNotes:
         """Run the rows through the assembler (a live capture's); their notes."""
@@ -145,12 +140,20 @@ def missed_message(capture: models.Capture, after: int, before: int, limit: int)
     rows = (_stored_frames(capture).filter(number__gt=after, number__lt=before).order_by("number"))[
         :limit
     ]
-    entries = [
-        frame_entry(capture.slug, row.number, row.kind, row.raw, row.arrived_ms,
-                    calls=row.calls, marks=row.marks, did=row.did, dialect=dialect)
-        for row in rows
-    ]  # fmt: skip
-    return {"type": "frames", "slug": capture.slug, "frames": entries, **_NO_CALLS}
+    entries = [_stored_entry(capture.slug, row, dialect) for row in rows]
+    return {"type": "frames", "slug": capture.slug, "frames": entries, **NO_CALLS}
+
+
+def _stored_entry(
+    slug: str, row: models.Frame, dialect: str, notes: FrameNotes | None = None
+) -> FrameEntry:
+    """A stored frame's row, with its calls and marks as `notes` says (an
+    assembly of the frames read so far), else as stored."""
+    calls, marks = (notes or {}).get(row.number, (row.calls, row.marks))
+    return frame_entry(
+        slug, row.number, row.kind, row.raw, row.arrived_ms,
+        calls=calls, marks=marks, did=row.did, dialect=dialect,
+    )  # fmt: skip
 
 
 def _stored_frames(capture: models.Capture) -> QuerySet[models.Frame]:

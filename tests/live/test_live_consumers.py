@@ -93,6 +93,19 @@ async def stored(recorder: SocketRecording, count: int) -> None:
         await asyncio.sleep(0.005)
 
 
+async def finish_with(recorder: SocketRecording, comm, pieces: list[bytes]) -> list[dict]:
+    """Feed the rest of the stream, close the capture, and read the viewer's
+    messages up to its closing."""
+    for piece in pieces:
+        recorder.feed(piece, time.monotonic())
+    await recorder.finish()
+    return await messages_until_finished(comm)
+
+
+def frame_numbers(messages: list[dict]) -> list[int]:
+    return [frame["number"] for message in messages for frame in message["frames"]]
+
+
 async def messages_until_finished(comm) -> list[dict]:
     messages: list[dict] = []
     while not messages or messages[-1]["type"] != "finished":
@@ -286,11 +299,8 @@ async def test_frames_whose_live_messages_the_layer_dropped_are_read_back(monkey
     await stored(recorder, 4)
     assert await comm.receive_nothing(timeout=0.2)  # their messages never came
 
-    for piece in pieces[4:]:
-        recorder.feed(piece, time.monotonic())
-    await recorder.finish()
-    messages = await messages_until_finished(comm)
-    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    messages = await finish_with(recorder, comm, pieces[4:])
+    numbers = frame_numbers(messages)
     assert numbers == list(range(1, len(pieces)))
     missed = messages[0]
     assert missed["type"] == "frames" and [f["number"] for f in missed["frames"]] == [1, 2, 3]
@@ -322,13 +332,10 @@ async def test_a_late_message_s_older_cards_do_not_replace_newer_ones():
     await layer.group_send(
         group, {**quiet, "frames": [{"number": 1, "html": ""}], "calls": [stale, other]}
     )
-    for piece in pieces[3:]:
-        recorder.feed(piece, time.monotonic())
-    await recorder.finish()
-    messages = await messages_until_finished(comm)
+    messages = await finish_with(recorder, comm, pieces[3:])
     text = orjson.dumps(messages).decode()
     assert "as of frame 2" in text and "not shown yet" in text and "stale" not in text
-    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    numbers = frame_numbers(messages)
     assert numbers == list(range(3, len(pieces)))
     await comm.disconnect()
 
@@ -346,11 +353,8 @@ async def test_a_viewer_whose_last_messages_were_lost_asks_the_database(monkeypa
     assert [f["number"] for f in (await comm.receive_json_from(timeout=5))["frames"]] == [0]
 
     monkeypatch.setattr(broadcast, "send", losing(broadcast.send, lambda message: True))
-    for piece in pieces[1:]:
-        recorder.feed(piece, time.monotonic())
-    await recorder.finish()
-    messages = await messages_until_finished(comm)
-    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    messages = await finish_with(recorder, comm, pieces[1:])
+    numbers = frame_numbers(messages)
     assert numbers == list(range(1, len(pieces)))
     assert (messages[-1]["outcome"], messages[-1]["frame_count"]) == ("ok", len(pieces))
     assert await comm.receive_nothing(timeout=0.5)  # and nothing after the closing
@@ -408,11 +412,8 @@ async def test_frames_read_back_go_in_messages_daphne_will_send(monkeypatch):
     for piece in pieces[1:101]:
         recorder.feed(piece, time.monotonic())
     await stored(recorder, 101)
-    for piece in pieces[101:]:
-        recorder.feed(piece, time.monotonic())
-    await recorder.finish()
-    messages = await messages_until_finished(comm)
-    numbers = [frame["number"] for message in messages for frame in message["frames"]]
+    messages = await finish_with(recorder, comm, pieces[101:])
+    numbers = frame_numbers(messages)
     assert numbers == list(range(1, len(pieces)))
     read_back = [m for m in messages if m["frames"] and m["frames"][0]["number"] <= 100]
     assert len(read_back) > 1
