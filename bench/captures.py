@@ -54,8 +54,9 @@ from django.test import Client  # noqa: E402
 from inspector.assembly import StreamAssembler  # noqa: E402
 from inspector.captures import models  # noqa: E402
 from inspector.captures.fast_rows import insert_rows  # noqa: E402
+from inspector.captures.fragment_rows import FRAGMENT_FIELDS  # noqa: E402
 from inspector.captures.intake import store_upload  # noqa: E402
-from inspector.captures.store import FRAGMENT_FIELDS, FRAME_FIELDS  # noqa: E402
+from inspector.captures.store import FRAME_FIELDS  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
 PAGE_REQUESTS = 15
@@ -87,8 +88,7 @@ JSON_FIELDS = {"calls", "marks", "did"}
 
 def stored_rows(data: bytes) -> tuple[list[tuple], list[tuple]]:
     """The frame and fragment rows an upload of `data` writes (JSON columns
-    as their text), without their capture id; each fragment with its call's
-    position in place of the call's id."""
+    as their text), without their capture id."""
     (capture,) = store_upload(data, name="rows.sse")
     names = FRAME_FIELDS[1:]
     frames = [
@@ -96,9 +96,9 @@ def stored_rows(data: bytes) -> tuple[list[tuple], list[tuple]]:
         for row in capture.frames.order_by("number").values_list(*names)
     ]
     fragments = list(
-        models.Fragment.objects.filter(call__assembly__capture=capture)
-        .order_by("call_id", "seq")
-        .values_list("call__position", *FRAGMENT_FIELDS[1:])
+        models.Fragment.objects.filter(capture=capture)
+        .order_by("position", "seq")
+        .values_list(*FRAGMENT_FIELDS[1:])
     )
     capture.delete()
     return frames, fragments
@@ -121,12 +121,11 @@ def fastest_insert(frames: list[tuple], fragments: list[tuple]) -> float:
         )
         assembly = models.Assembly.objects.create(capture=capture, policy="strict", outcome="ok")
         positions = sorted({row[0] for row in fragments})
-        calls = models.Call.objects.bulk_create(
+        models.Call.objects.bulk_create(
             [models.Call(assembly=assembly, position=n, choice=0) for n in positions]
         )
-        call_ids = {call.position: call.pk for call in calls}
         insert_rows(models.Frame, FRAME_FIELDS, ((capture.pk, *row) for row in frames))
-        rows = ((call_ids[position], *row) for position, *row in fragments)
+        rows = ((capture.pk, *row) for row in fragments)
         fragments_start = time.perf_counter()
         insert_rows(models.Fragment, FRAGMENT_FIELDS, rows)
         FRAGMENT_SECONDS.append(time.perf_counter() - fragments_start)

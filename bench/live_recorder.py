@@ -7,7 +7,8 @@ batch) and `due_cards`, over `live_viewer.py`'s stream, in batches of
     .venv/bin/python bench/live_recorder.py --profile        # where the time goes (cProfile)
 
 Prints microseconds per frame (best of `--rounds` captures, process CPU time, so
-the figure holds on a shared machine) for the batches and for the close.  Compare
+the figure holds on a shared machine) for the batches and for the close, and
+each close's wall time (the close writes to the database).  Compare
 trees by running each tree's copy of this script alternately (`git archive REV |
 tar -x -C DIR`): a second tree can't be imported beside this one in one Django
 process.  A scratch SQLite database unless DATABASE_URL is set.
@@ -41,8 +42,9 @@ from live_viewer import frames  # noqa: E402
 from inspector.live.session import LiveCapture  # noqa: E402
 
 
-def record(reads: list[bytes], per_batch: int) -> tuple[float, float]:
-    """(CPU seconds of the batches, of the close) for one live capture."""
+def record(reads: list[bytes], per_batch: int) -> tuple[float, float, float]:
+    """(CPU seconds of the batches, of the close; wall seconds of the close)
+    for one live capture."""
     live = LiveCapture.open(stream_format="sse")
     start = time.process_time()
     for at in range(0, len(reads), per_batch):
@@ -50,9 +52,9 @@ def record(reads: list[bytes], per_batch: int) -> tuple[float, float]:
         live.append_reads([(read, now) for read in reads[at : at + per_batch]])
         live.due_cards()
     batches = time.process_time() - start
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     live.close()
-    return batches, time.process_time() - start
+    return batches, time.process_time() - start, time.perf_counter() - wall
 
 
 def main() -> None:
@@ -69,11 +71,14 @@ def main() -> None:
         profile.runcall(record, reads, args.reads)
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
         return
-    best = min(record(reads, args.reads) for _ in range(args.rounds))
-    per_frame = [seconds / len(reads) * 1e6 for seconds in best]
+    runs = [record(reads, args.reads) for _ in range(args.rounds)]
+    best = min(runs)
+    per_frame = [seconds / len(reads) * 1e6 for seconds in best[:2]]
     shape = f"{len(reads)} frames, {args.reads} reads a batch"
     print(f"live recorder, {shape}, CPU best of {args.rounds}")
     print(f"  batches: {per_frame[0]:.1f} us/frame   close: {per_frame[1]:.1f} us/frame")
+    walls = ", ".join(f"{run[2] * 1000:.0f}" for run in runs)
+    print(f"  close, wall time of each capture: {walls} ms")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,8 @@ class CallAdmin(ReadOnlyAdmin):
 
 @admin.register(Fragment)
 class FragmentAdmin(ReadOnlyAdmin):
-    list_display = ("call", "seq", "frame", "offset", "depth", "in_string", "complete")
+    list_display = ("capture", "position", "seq", "frame", "offset", "depth", "complete")
     list_filter = ("complete", "in_string")
-    search_fields = ("call__name", "call__assembly__capture__slug")
-    related = ("call",)
-    deferred = through("call", CALL_LARGE)
+    search_fields = ("capture__slug", "capture__title")
+    related = ("capture",)
+    deferred = through("capture", CAPTURE_LARGE)

@@ -15,7 +15,7 @@ from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from inspector.assembly import LENIENT
+from inspector.assembly import LENIENT, STRICT
 
 from .dialects import DIALECT_LABELS
 from .records import CaptureSummary, RefusalRecord
@@ -349,12 +349,30 @@ class Call(models.Model):
     def __str__(self) -> str:
         return f"call {self.position} {self.name or '?'}"
 
+    @property
+    def fragments(self) -> QuerySet[Fragment]:
+        """A strict call's argument fragments (kept by capture and position:
+        see `Fragment`); none for another policy's call."""
+        assembly = self.assembly
+        if assembly.policy != STRICT:
+            return Fragment.objects.none()
+        return Fragment.objects.filter(capture_id=assembly.capture_id, position=self.position)
+
 
 class Fragment(models.Model):
     """One non-empty argument fragment of a strict call, with the scanner's
-    state after it."""
+    state after it.
 
-    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="fragments")
+    Keyed by its capture and the call's position in the strict result, not
+    by the Call row: a live recording writes a started call's fragments with
+    the frames that bring them (a started call's position is final), long
+    before the close writes the Call rows (`captures/fragment_rows.py`)."""
+
+    # No index of its own: the unique (capture, position, seq) leads with it.
+    capture = models.ForeignKey(
+        Capture, on_delete=models.CASCADE, related_name="fragments", db_index=False
+    )
+    position = models.IntegerField()  # the strict call's (`Call.position`)
     seq = models.IntegerField()
     frame = models.IntegerField()
     offset = models.IntegerField()
@@ -367,12 +385,18 @@ class Fragment(models.Model):
     state = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["seq"]
-        constraints = [models.UniqueConstraint(fields=["call", "seq"], name="fragment_seq_unique")]
-        indexes = [models.Index(fields=["call", "frame"], name="fragment_call_frame")]
+        ordering = ["position", "seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["capture", "position", "seq"], name="fragment_position_seq_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["capture", "position", "frame"], name="fragment_position_frame")
+        ]
 
     def __str__(self) -> str:
-        return f"fragment {self.seq} @ frame {self.frame}"
+        return f"fragment {self.seq} of call {self.position} @ frame {self.frame}"
 
 
 # Its own file; imported here so Django finds the model.

@@ -29,7 +29,6 @@ from inspector.assembly import (
     LENIENT,
     POLICIES,
     STRICT,
-    ArgumentScanner,
     FrameKind,
     Result,
     read_stream,
@@ -40,9 +39,10 @@ from inspector.assembly.jsontext import compact, dumps
 
 from . import models
 from .blob_io import write_json_text, write_raw
-from .call_forms import PATH_PIECES, call_columns, piece_states
+from .call_forms import argument_form, call_columns
 from .dialects import dialect_basis
 from .fast_rows import insert_rows
+from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
 from .frame_did import FrameDid, carries_text, did_by_frame
 from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
@@ -89,7 +89,7 @@ def store_stream(
         touched, marks = _frame_marks(results[STRICT])
         did = stored_did(results[STRICT])
         _store_frames(capture, frames, arrived_ms, touched, marks, did)
-        _store_results(capture, results)
+        _store_results(capture, results, fragments=FragmentLog())
     return capture
 
 
@@ -172,6 +172,7 @@ def close_capture(
     rewrite: Set[int] | None = None,
     late_did: FrameDid | None = None,
     arrived: Sequence[float] | None = None,
+    fragments: FragmentLog | None = None,
     **meta: Any,
 ) -> models.Capture:
     """Write what the assembly of a finished capture says (`model`: its
@@ -194,7 +195,10 @@ def close_capture(
     were filed (the end's own: a missing `[DONE]` names the last frame),
     added to what those frames did.  `arrived`: each frame's arrival time
     by number, when the caller holds them all (a live writer); else the
-    timeline reads them back from the stored frames."""
+    timeline reads them back from the stored frames.  `fragments`: what of
+    the strict calls' fragments a live writer wrote as it went (the close
+    writes the rest); None: rows may be stored that nobody here wrote (a
+    recovered capture), so they are all written again."""
     _update_frame_marks(capture, results[STRICT], rewrite)
     with writing(), transaction.atomic():
         _add_frame_did(capture, late_did or {})
@@ -207,7 +211,7 @@ def close_capture(
         capture.raw = b""
         capture.save()
         write_raw(capture, data)
-        _store_results(capture, results, spills, arrived)
+        _store_results(capture, results, spills, arrived, fragments or FragmentLog(known=False))
     return capture
 
 
@@ -369,7 +373,10 @@ def _store_results(
     results: dict[str, Result],
     spills: dict[str, EventSpill] | None = None,
     arrived: Sequence[float] | None = None,
+    fragments: FragmentLog | None = None,
 ) -> None:
+    """Each policy's assembly; the strict one's fragments as `fragments`
+    says they stand (see `close_capture`)."""
     held: Documented | None = None  # strict's, when held in memory (no spill)
     for policy, result in results.items():
         spill = spills.get(policy) if spills else None
@@ -380,7 +387,12 @@ def _store_results(
             if spill is None and policy == STRICT:
                 held = documented
         _store_assembly(
-            capture, policy, result, documented, with_fragments=policy == STRICT, arrived=arrived
+            capture,
+            policy,
+            result,
+            documented,
+            fragments=fragments if policy == STRICT else None,
+            arrived=arrived,
         )
 
 
@@ -452,11 +464,13 @@ def _store_assembly(
     result: Result,
     documented: Documented,
     *,
-    with_fragments: bool,
+    fragments: FragmentLog | None,
     arrived: Sequence[float] | None = None,
 ) -> models.Assembly:
     """`documented`: `_documented` of the result (or `_renamed` of its twin's);
-    `arrived`: the frames' arrival times, when the caller has them."""
+    `fragments`: for the strict assembly, what of its fragments is written
+    (the rest is written here), None for the others; `arrived`: the frames'
+    arrival times, when the caller has them."""
     document, result_text, call_timelines, prose = documented
     del documented
     refusal = result.refusal
@@ -482,7 +496,7 @@ def _store_assembly(
         with result_text:
             write_json_text(assembly, result_text)
     del result_text
-    calls = models.Call.objects.bulk_create(
+    models.Call.objects.bulk_create(
         [
             models.Call(
                 assembly=assembly,
@@ -494,12 +508,25 @@ def _store_assembly(
             for call in result.calls
         ]
     )
-    if with_fragments:
-        for row, call in zip(calls, result.calls, strict=True):
-            if row.pk is None:  # a database that returns no ids from bulk_create
-                row = models.Call.objects.get(assembly=assembly, position=call.position)
-            insert_rows(models.Fragment, FRAGMENT_FIELDS, _fragment_rows(row, call))
+    if fragments is not None:
+        _store_fragments(capture, result, fragments)
     return assembly
+
+
+def _store_fragments(capture: models.Capture, result: Result, fragments: FragmentLog) -> None:
+    """The strict calls' fragments `fragments` has not written (those it
+    wrote as other calls go first)."""
+    dialect = result.dialect
+
+    def form_of(call: AssembledCall) -> str:
+        return argument_form(call, dialect)
+
+    stale = fragments.stale(result.calls, form_of)
+    if stale is None:
+        models.Fragment.objects.filter(capture=capture).delete()
+    elif stale:
+        models.Fragment.objects.filter(capture=capture, position__in=stale).delete()
+    insert_rows(models.Fragment, FRAGMENT_FIELDS, fragments.rest(capture.pk, result.calls, form_of))
 
 
 def _timeline(
@@ -531,11 +558,6 @@ def call_fields(call: AssembledCall, dialect: str) -> dict[str, Any]:
     }
 
 
-def fragment_text(text: str) -> str:
-    """A fragment's text as stored (NUL as U+FFFD)."""
-    return _text(text)
-
-
 # A result document without its events, its JSON text (whole, or a file
 # holding it), the calls' timelines and the frames of its text and reasoning.
 Documented = tuple[dict[str, Any], str | IO[bytes], Timelines, ProseFrames]
@@ -557,44 +579,3 @@ def _documented(result: Result, spill: EventSpill | None) -> Documented:
     result_file = spill.result_file(result, document)
     call_timelines = with_refusal(spill.timelines, document["refusal"])
     return document, result_file, call_timelines, spill.prose
-
-
-FRAGMENT_FIELDS = (
-    "call",
-    "seq",
-    "frame",
-    "offset",
-    "text",
-    "depth",
-    "in_string",
-    "complete",
-    "invalid_from",
-    "state",
-)
-
-
-def _fragment_rows(row: models.Call, call: AssembledCall) -> Iterator[tuple]:
-    """Each fragment with the scanner's state after it (the values of
-    FRAGMENT_FIELDS): a second, linear scan of the call's arguments, done
-    once here so pages never scan.  Made one at a time (a call of 100k
-    fragments is written a batch at a time)."""
-    scanner = ArgumentScanner()
-    states = None
-    if row.argument_form == PATH_PIECES:
-        states = piece_states([text for _, _, text in call.iter_fragments()])
-    call_pk = row.pk  # a property: asked once, not per fragment
-    for seq, (frame, offset, text) in enumerate(call.iter_fragments()):
-        scanner.feed(text)
-        state = states[seq] if states is not None else ""
-        yield (
-            call_pk,
-            seq,
-            frame,
-            offset,
-            _text(text),
-            scanner.depth,
-            scanner.in_string,
-            scanner.closed,
-            scanner.invalid_at,
-            state,
-        )

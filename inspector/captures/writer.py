@@ -38,9 +38,13 @@ from inspector.assembly import (
     lenient_twin,
     slices,
 )
+from inspector.assembly import Call as AssembledCall
 
 from . import models
+from .call_forms import argument_form
 from .dialects import ASSUMED, dialect_basis
+from .fast_rows import insert_rows
+from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
 from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
@@ -109,6 +113,10 @@ class CaptureWriter:
         self._late: set[int] | None = set()
         # What frames stored already did, filed after them (`close_capture`).
         self._late_did: FrameDid = {}
+        # The strict calls' fragment rows written so far: a live writer writes
+        # a started call's with the frames that bring them (`store`), so the
+        # close writes only the rest; an upload's are all written at its close.
+        self.fragments = FragmentLog()
 
     @classmethod
     def open(
@@ -151,6 +159,7 @@ class CaptureWriter:
         self._frames_did()  # their events were filed by the process that stored them
         self._touched(frames)  # their calls were written by the process that stored them
         self._late = None  # which, as its own calls touched them later, this one can't know
+        self.fragments.forget()  # and their fragments: the close writes every call's again
         if frames and not self.model:
             self.model = model_name(frames)
         if frames and self.basis == ASSUMED:
@@ -189,19 +198,45 @@ class CaptureWriter:
         return frames
 
     def store(self, frames: list[Frame]) -> None:
-        """Write the frames the last `take` gave (and the dialect they tell)."""
-        if frames:
+        """Write the frames the last `take` gave (and the dialect they tell);
+        a live writer also the started calls' new fragments.  A caller whose
+        transaction fails after it calls `lost_writes`."""
+        if not frames:
+            return
+        live = self._insert == LIVE
+        try:
             append_frames(
                 self.capture,
                 frames,
                 self.last_arrived_ms,
                 self.last_did,
-                live=self._insert == LIVE,
+                live=live,
                 calls=self.last_calls,
             )
-            self._store_dialect()
-            if self._arrivals is not None:  # as stored (a failed store adds none: see close)
-                self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
+            if live:
+                self._store_fragments()
+        except BaseException:
+            self.lost_writes()
+            raise
+        self._store_dialect()
+        if self._arrivals is not None:  # as stored (a failed store adds none: see close)
+            self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
+
+    def _store_fragments(self) -> None:
+        """The started calls' fragments not written yet (`FragmentLog`)."""
+        dialect = self.strict.dialect
+
+        def form_of(call: AssembledCall) -> str:
+            return argument_form(call, dialect)
+
+        rows = list(self.fragments.new_rows(self.capture.pk, self.strict.started, form_of))
+        if rows:  # a batch without fragments sends no statement (an empty COPY is a round trip)
+            insert_rows(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
+
+    def lost_writes(self) -> None:
+        """A transaction that stored frames failed: which fragment rows it
+        kept is unknown, so the close writes every call's again."""
+        self.fragments.forget()
 
     def _store_dialect(self) -> None:
         """The dialect the frames are read in, written as soon as it is known
@@ -295,6 +330,7 @@ class CaptureWriter:
                 rewrite=self._rewrite(),
                 late_did=self._late_did,
                 arrived=self._arrival_times(),
+                fragments=self.fragments,
                 **meta,
             )
         finally:

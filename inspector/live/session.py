@@ -138,8 +138,12 @@ class LiveCapture:
             writer.feed(data, self._elapsed_at(arrived))
         frames = writer.take()
         message = self._message(frames, self.elapsed_ms(), cards=False)
-        with writing(), transaction.atomic():
-            writer.store(frames)
+        try:
+            with writing(), transaction.atomic():
+                writer.store(frames)
+        except BaseException:
+            writer.lost_writes()  # the commit failed after `store`
+            raise
         return message
 
     def due_cards(self) -> FramesMessage | None:

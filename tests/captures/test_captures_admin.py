@@ -69,7 +69,7 @@ def _rows_of(model, capture: models.Capture):
         models.Frame: "capture",
         models.Assembly: "capture",
         models.Call: "assembly__capture",
-        models.Fragment: "call__assembly__capture",
+        models.Fragment: "capture",
     }[model]
     return model.objects.filter(**{lookup: capture.pk}).values("pk")
 

@@ -389,20 +389,27 @@ def test_text_so_far_is_a_bounded_window(client):
     assert 300 < len(so_far) < 450
 
 
-def test_the_text_before_a_fragment_page_is_read_by_fragment_primary_key(client):
+def test_the_text_before_a_fragment_page_is_cut_from_its_call_by_position(client):
     """Reading it through the call (`fragments__seq=`) made SQLite scan every
-    fragment of the call: 17 ms of a 100k-frame capture's frame permalink."""
+    fragment of the call: 17 ms of a 100k-frame capture's frame permalink.  It
+    is cut from the call's arguments at the offset of the first fragment the
+    page shows (read already), the calls found by position."""
     capture = store_stream(long_stream(400), stream_format="sse")
     with CaptureQueriesContext(connection) as queries:
-        html(client.get(capture.get_absolute_url(), {"call": 0, "frag": 3}))
+        page = html(client.get(capture.get_absolute_url(), {"call": 0, "frag": 3}))
     # The window's start is Greatest(): MAX() on SQLite, GREATEST() on PostgreSQL.
     (before,) = [
         sql
         for sql in (q["sql"].upper() for q in queries.captured_queries)
         if "SUBSTR" in sql and ("MAX(" in sql or "GREATEST(" in sql)
     ]
-    assert 'FROM "CAPTURES_FRAGMENT"' in before
-    assert '"CAPTURES_FRAGMENT"."ID" IN' in before and '"SEQ" =' not in before
+    assert 'FROM "CAPTURES_CALL"' in before and "CAPTURES_FRAGMENT" not in before
+    assert '"CAPTURES_CALL"."POSITION" IN' in before
+    seq = int(re.search(r'<tr id="frag-0-(\d+)"', page).group(1))  # the page's first
+    assert seq > 0
+    so_far = re.search(r'<td class="so-far"><pre>(.*?)</pre>', row(page, f"frag-0-{seq}"), re.S)
+    # Fragment `seq` is line seq-1; the text before it ends with the line before.
+    assert f"line {seq - 2}\\n<mark>line {seq - 1}" in so_far.group(1)
 
 
 def test_frames_table_marks_dropped_and_anomalous_frames(client):

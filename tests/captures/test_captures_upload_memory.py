@@ -67,7 +67,7 @@ def _stored(capture: models.Capture) -> dict:
     """Everything a capture's pages and API read, but ids and times."""
     assemblies = capture.assemblies.order_by("policy")
     calls = models.Call.objects.filter(assembly__capture=capture).order_by("assembly__policy")
-    fragments = models.Fragment.objects.filter(call__assembly__capture=capture)
+    fragments = models.Fragment.objects.filter(capture=capture)
     return {
         "capture": models.Capture.objects.filter(pk=capture.pk).values(
             "frame_count", "outcome", "refusal_code", "lenient_outcome", "dialect", "model"
@@ -80,9 +80,7 @@ def _stored(capture: models.Capture) -> dict:
         ),
         "assemblies": list(assemblies.values().order_by("policy")),
         "calls": list(calls.order_by("assembly__policy", "position").values()),
-        "fragments": list(
-            fragments.order_by("call__assembly__policy", "call__position", "seq").values()
-        ),
+        "fragments": list(fragments.order_by("position", "seq").values()),
     }
 
 

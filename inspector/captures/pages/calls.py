@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Length, Substr
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -112,11 +112,11 @@ def call_cards(
         asked = fragment_pages.get(card.call.position, _focus_page(card.call, per_page))
         card.fragment_pager = pager(asked, per_page, card.call.fragment_count)
         card.fragment_links = link(card.call.position, card.fragment_pager)
-    by_call = _fragments_shown(cards)
-    prefixes = _prefixes({pk: rows[0] for pk, rows in by_call.items() if rows[0].offset})
+    by_call = _fragments_shown(capture, cards)
+    prefixes = _prefixes(strict, {at: rows[0] for at, rows in by_call.items() if rows[0].offset})
     for card in cards:
-        before = prefixes.get(card.call.pk, "")
-        for fragment in by_call.get(card.call.pk, []):
+        before = prefixes.get(card.call.position, "")
+        for fragment in by_call.get(card.call.position, []):
             card.fragments.append(fragment_row(capture, card, fragment, focus, before))
             before = (before + fragment.text)[-WINDOW:]
     return cards
@@ -128,35 +128,38 @@ def _page_of_calls(strict: Assembly, page: Pager, focus: int | None) -> QuerySet
     calls = Call.objects.filter(
         assembly=strict, position__gte=page.start, position__lt=page.stop
     ).annotate(
-        first_fragment_frame=Subquery(first_fragment_frame()),
+        first_fragment_frame=Subquery(first_fragment_frame(strict)),
         args_length=Length("arguments_text"),
         args_head=Substr("arguments_text", 1, PRETTY_SHOWN),
     )
     if focus is not None:
-        calls = calls.annotate(focus_seq=Subquery(_fragment_seq_at(focus)))
+        calls = calls.annotate(focus_seq=Subquery(_fragment_seq_at(strict, focus)))
     return calls.order_by("position").defer("arguments", "arguments_text")
 
 
-def _fragments_shown(cards: list[CallCard]) -> dict[int, list[Fragment]]:
-    """Each card's page of fragments by seq range, every card in one query."""
+def _fragments_shown(capture: Capture, cards: list[CallCard]) -> dict[int, list[Fragment]]:
+    """Each card's page of fragments by seq range, every card in one query;
+    by call position."""
     condition = Q(pk__in=[])
     for card in cards:
         shown = card.fragment_pager
-        condition |= Q(call_id=card.call.pk, seq__gte=shown.start, seq__lt=shown.stop)
+        condition |= Q(position=card.call.position, seq__gte=shown.start, seq__lt=shown.stop)
     by_call: dict[int, list[Fragment]] = {}
-    for fragment in Fragment.objects.filter(condition).order_by("call_id", "seq"):
-        by_call.setdefault(fragment.call_id, []).append(fragment)
+    fragments = Fragment.objects.filter(condition, capture=capture).order_by("position", "seq")
+    for fragment in fragments:
+        by_call.setdefault(fragment.position, []).append(fragment)
     return by_call
 
 
-def _fragment_seq_at(n: int) -> QuerySet[Fragment]:
+def call_fragments(strict: Assembly) -> QuerySet[Fragment]:
+    """The fragments of a strict call (OuterRef), for a subquery."""
+    return Fragment.objects.filter(capture_id=strict.capture_id, position=OuterRef("position"))
+
+
+def _fragment_seq_at(strict: Assembly, n: int) -> QuerySet[Fragment]:
     """For a call (OuterRef), the seq of its first fragment in the last frame
     up to n that held one: the fragment a permalink to frame n points at."""
-    return (
-        Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n)
-        .order_by("-frame", "seq")
-        .values("seq")[:1]
-    )
+    return call_fragments(strict).filter(frame__lte=n).order_by("-frame", "seq").values("seq")[:1]
 
 
 def _focus_page(call: Call, per_page: int) -> int:
@@ -165,26 +168,28 @@ def _focus_page(call: Call, per_page: int) -> int:
     return 1 if seq is None else page_holding(seq, per_page)
 
 
-def _prefixes(first: dict[int, Fragment]) -> dict[int, str]:
-    """For calls whose shown fragments don't start at offset 0, the text just
-    before the first one: one query, only when some page is not the first.
-
-    Read from the fragments by primary key, joined to their calls: asking the
-    calls for `fragments__seq=` made SQLite scan each call's fragments."""
+def _prefixes(strict: Assembly, first: dict[int, Fragment]) -> dict[int, str]:
+    """For calls (by position) whose shown fragments don't start at offset 0,
+    the text just before the first one: one query, only when some page is
+    not the first.  Cut from each call's arguments by the database."""
     if not first:
         return {}
+    offsets = Case(
+        *(When(position=at, then=Value(fragment.offset)) for at, fragment in first.items())
+    )
     rows = (
-        Fragment.objects.filter(pk__in=[fragment.pk for fragment in first.values()])
+        Call.objects.filter(assembly=strict, position__in=list(first))
         .order_by()
-        .annotate(before=window_before("offset", "call__arguments_text"))
-        .values_list("call_id", "before")
+        .annotate(first_offset=offsets)
+        .annotate(before=window_before("first_offset"))
+        .values_list("position", "before")
     )
     return dict(rows)
 
 
-def first_fragment_frame() -> QuerySet[Fragment]:
-    """For a call (OuterRef), the frame of its first fragment."""
-    return Fragment.objects.filter(call=OuterRef("pk")).order_by("seq").values("frame")[:1]
+def first_fragment_frame(strict: Assembly) -> QuerySet[Fragment]:
+    """For a strict call (OuterRef), the frame of its first fragment."""
+    return call_fragments(strict).order_by("seq").values("frame")[:1]
 
 
 def first_seen(call: Call) -> int | None:

@@ -61,7 +61,7 @@ def _first_occurrence(capture: Capture, text: str) -> str | None:
     fragment = None
     if form != PATH_PIECES:  # path pieces' offsets are not into the arguments text
         fragment = (
-            Fragment.objects.filter(call_id=pk, offset__lte=last)
+            Fragment.objects.filter(capture=capture, position=position, offset__lte=last)
             .order_by("-offset", "-seq")
             .values_list("seq", "frame")
             .first()

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils.safestring import SafeString
 
 from ..call_forms import PATH_PIECES
 from ..models import Assembly, Call, Capture, Fragment
-from .calls import first_fragment_frame
+from .calls import call_fragments, first_fragment_frame
 from .fragment_text import object_so_far, piece_state, text_so_far, window_before
 from .timeline import TimelineRow, identity_at, timeline_rows
 
@@ -67,13 +67,11 @@ def _calls_seen_by(strict: Assembly, n: int, touched: list[int]) -> list[Call]:
     """The calls started or sent arguments by frame n (STATE_CALLS + 1 of them,
     touched ones first), each with its last fragment up to n and the window
     of text before it, one query."""
-    last_fragment = Fragment.objects.filter(call=OuterRef("pk"), frame__lte=n).order_by(
-        "-frame", "-seq"
-    )
+    last_fragment = call_fragments(strict).filter(frame__lte=n).order_by("-frame", "-seq")
     return list(
         Call.objects.filter(assembly=strict)
         .annotate(
-            first_fragment_frame=Subquery(first_fragment_frame()),
+            first_fragment_frame=Subquery(first_fragment_frame(strict)),
             last_fragment_pk=Subquery(last_fragment.values("pk")[:1]),
             last_offset=Coalesce(Subquery(last_fragment.values("offset")[:1]), Value(0)),
             before=window_before("last_offset"),

@@ -6,10 +6,10 @@ carries (`frames.live_frame_row`).  A live viewer only inserts them
 (`static/inspector/live.js`), so a live row and the stored one come from one
 renderer and say the same.
 
-The store writes a call's fragments with the scanner state after each when
-the capture closes (`store._fragments`); here the same second scan runs as
-the fragments arrive, one `FragmentTrail` per call, keeping the newest page
-of fragments only.  While fragments stream in, a call's card is rendered
+The recording writes a call's fragments with the scanner state after each
+(`fragment_rows`); here the same second scan runs as the cards are
+rendered, one `FragmentTrail` per call, keeping the newest page of
+fragments only.  While fragments stream in, a call's card is rendered
 again at most every RENDER_INTERVAL seconds and a batch renders at most
 CARDS_PER_BATCH cards (the rest go out with a later batch, when the stream
 pauses, or when the capture closes), so a fast stream costs a bounded
@@ -28,13 +28,13 @@ from typing import Any
 from django.template.loader import get_template
 from django.urls import reverse
 
-from inspector.assembly import ArgumentScanner
 from inspector.assembly import Call as AssembledCall
 from inspector.assembly.result import Anomaly, Event, Refusal
 
-from ..call_forms import PATH_PIECES, PieceStates, argument_form
+from ..call_forms import argument_form
+from ..fragment_rows import SCAN_FIELDS, FragmentScan, fragment_text
 from ..models import Assembly, Call, Capture, Fragment
-from ..store import FRAGMENT_FIELDS, call_fields, fragment_text
+from ..store import call_fields
 from ..timeline_data import frame_marks
 from ..timelines import Timelines, add_event, add_refusal, new_timelines
 from .calls import (
@@ -74,50 +74,40 @@ class Rendered:
 
 class FragmentTrail:
     """One call's fragments as its card shows them, taken as they arrive:
-    the scanner's state after each (the store's second scan, done as it
-    goes), the text just before each, and the newest page of them."""
+    their rows as the store writes them (`FragmentScan`), the text just
+    before each, and the newest page of them."""
 
-    def __init__(self, form: str) -> None:
-        self.scanner = ArgumentScanner()
-        self.pieces = PieceStates() if form == PATH_PIECES else None
-        self.count = 0
+    def __init__(self, call: AssembledCall, form: str) -> None:
+        self.scan = FragmentScan(call, form)
         self.length = 0  # characters of arguments so far
         self.first_frame: int | None = None
         self.tail = ""  # the last WINDOW characters so far
-        # The newest page: each fragment's Fragment fields as a tuple (a model
+        # The newest page: each fragment's SCAN_FIELDS as a tuple (a model
         # instance is made only for a row shown: most are pushed out unseen)
         # and the text before it.
         self.newest: deque[tuple[tuple, str]] = deque(maxlen=FRAGMENTS_PER_PAGE)
 
-    def take(self, call: AssembledCall) -> None:
+    @property
+    def count(self) -> int:
+        return self.scan.count
+
+    def take(self) -> None:
         """The call's fragments not taken yet."""
-        scanner, pieces = self.scanner, self.pieces
-        for frame, offset, text in call.iter_fragments(self.count):
-            scanner.feed(text)
-            stored = fragment_text(text)
-            fields = (
-                self.count, frame, offset, stored, scanner.depth, scanner.in_string,
-                scanner.closed, scanner.invalid_at, pieces.add(text) if pieces is not None else "",
-            )  # fmt: skip
+        for fields in self.scan.take():
+            _, frame, _, stored, *_ = fields
             self.newest.append((fields, self.tail))
             self.tail = (self.tail + stored)[-WINDOW:]
-            self.length += len(text)
-            self.count += 1
+            self.length += len(stored)
             if self.first_frame is None:
                 self.first_frame = frame
 
     def shown(self, start: int) -> list[tuple[Fragment, str]]:
         """The fragments from seq `start` on, each with the text before it."""
         return [
-            (Fragment(**dict(zip(TRAIL_FIELDS, fields, strict=True))), before)
+            (Fragment(**dict(zip(SCAN_FIELDS, fields, strict=True))), before)
             for fields, before in self.newest
             if fields[0] >= start
         ]
-
-
-# A trail's fragment fields (`FragmentTrail.newest`): a Fragment row's, as the
-# store writes them, without the call.
-TRAIL_FIELDS = FRAGMENT_FIELDS[1:]
 
 
 class LiveCards:
@@ -340,8 +330,8 @@ class LiveCards:
     def _trail(self, call: AssembledCall, dialect: str) -> FragmentTrail:
         trail = self._trails.get(call.position)
         if trail is None:
-            trail = self._trails[call.position] = FragmentTrail(argument_form(call, dialect))
-        trail.take(call)
+            trail = self._trails[call.position] = FragmentTrail(call, argument_form(call, dialect))
+        trail.take()
         return trail
 
     def _timeline(self, position: int) -> list[dict[str, Any]]:

@@ -207,18 +207,16 @@ def _add_runs(picture: Picture, strict: Assembly) -> None:
     bucket = ExpressionWrapper(F("frame") * BUCKETS / picture.total, output_field=IntegerField())
     rows = (
         Fragment.objects.filter(
-            call__assembly=strict, call__position__lte=picture.lanes[-1].position
+            capture_id=strict.capture_id, position__lte=picture.lanes[-1].position
         )
         .annotate(bucket=bucket)
-        .values("call__position", "bucket")
+        .values("position", "bucket")
         .annotate(first=Min("frame"), count=Count("id"))
-        .order_by("call__position", "bucket")
+        .order_by("position", "bucket")
     )
     buckets: dict[int, list[tuple[int, int, int]]] = {}
     for row in rows:
-        buckets.setdefault(row["call__position"], []).append(
-            (row["bucket"], row["first"], row["count"])
-        )
+        buckets.setdefault(row["position"], []).append((row["bucket"], row["first"], row["count"]))
     for lane in picture.lanes:
         lane.runs = runs_from_buckets(buckets.get(lane.position, []), picture.total)
 
