@@ -117,16 +117,23 @@ def runs_from_buckets(buckets: Iterable[tuple[int, int, int]], total: int) -> li
 
 
 def count_buckets(
-    frames: Sequence[int], bucket: Callable[[int], int | None], *, ordered: bool = False
+    frames: Sequence[int],
+    bucket: Callable[[int], int | None],
+    *,
+    ordered: bool = False,
+    last_of: Callable[[int], int] | None = None,
 ) -> list[Bucket]:
     """Frames counted per bucket (`bucket(frame)`; None: not placed).
     `ordered`: `frames` ascend and so do their buckets, none None (a call's
     frames on the frame axis; on the time axis, when their arrival times do):
     then each bucket's frames are found by bisection, about log2(frames)
     calls of `bucket` a bucket (at most BUCKETS of them) instead of one a
-    frame.  A capture's close summarizes every call and the text this way."""
+    frame.  A capture's close summarizes every call and the text this way.
+    `last_of(slot)`: the last frame number of a bucket or of those before it,
+    when every frame number's bucket is known to ascend: then one call of
+    `bucket` a bucket, and a bisection without a key."""
     if ordered:
-        return _count_ordered(frames, bucket)
+        return _count_ordered(frames, bucket, last_of)
     counted: dict[int, list[int]] = {}
     for frame in frames:
         slot = bucket(frame)
@@ -142,15 +149,34 @@ def count_buckets(
     return [(slot, first, last, count) for slot, (first, last, count) in sorted(counted.items())]
 
 
-def _count_ordered(frames: Sequence[int], bucket: Callable[[int], Any]) -> list[Bucket]:
+def _count_ordered(
+    frames: Sequence[int], bucket: Callable[[int], Any], last_of: Callable[[int], int] | None
+) -> list[Bucket]:
     counted: list[Bucket] = []
     start, end = 0, len(frames)
     while start < end:
         slot = bucket(frames[start])
-        stop = bisect_right(frames, slot, start, end, key=bucket)  # past the slot's last frame
+        # past the slot's last frame
+        if last_of is None:
+            stop = bisect_right(frames, slot, start, end, key=bucket)
+        else:
+            stop = bisect_right(frames, last_of(slot), start, end)
         counted.append((slot, frames[start], frames[stop - 1], stop - start))
         start = stop
     return counted
+
+
+def slot_ends(count: int, bucket: Callable[[int], int]) -> list[int]:
+    """For frames 0 to count - 1 whose buckets never decrease: the last frame
+    of each bucket or of those before it (-1 before the first), a bisection
+    a bucket, once for every lane counted with them (`count_buckets`'s `last_of`)."""
+    frames = range(count)
+    return [bisect_right(frames, slot, key=bucket) - 1 for slot in range(BUCKETS)]
+
+
+def known_ascending(times: Sequence[float]) -> bool:
+    """Whether every time is known (no NaN) and they never decrease."""
+    return not math.isnan(sum(times)) and ascending(times)
 
 
 def ascending(values: Sequence[Any]) -> bool:
@@ -160,7 +186,10 @@ def ascending(values: Sequence[Any]) -> bool:
 
 def _frame_runs(frames: Sequence[int], total: int) -> list[list[int]]:
     buckets = count_buckets(
-        frames, lambda frame: bucket_of(frame, total), ordered=ascending(frames)
+        frames,
+        lambda frame: bucket_of(frame, total),
+        ordered=ascending(frames),
+        last_of=lambda slot: bucket_end(slot, total),
     )
     return runs_from_buckets(((slot, first, count) for slot, first, _, count in buckets), total)
 
@@ -230,15 +259,20 @@ def time_summary(
             return None
         return min(BUCKETS - 1, int((ms - start) * BUCKETS / span)) if span > 0 else 0
 
+    # Every frame's time known and ascending (a live capture's): each bucket's
+    # last frame is found once, for every lane.
+    ends = slot_ends(len(times), bucket) if known_ascending(times) else None
+    last_of = ends.__getitem__ if ends is not None else None
+
     def counted(frames: Sequence[int]) -> list[Bucket]:
         """Bisected where the frames and their times ascend, all placed."""
         ordered = ascending(frames) and (
             not len(frames) or (0 <= frames[0] and frames[-1] < len(times))
         )
-        if ordered:
+        if ordered and ends is None:
             arrived = [times[frame] for frame in frames]
             ordered = not math.isnan(sum(arrived)) and ascending(arrived)
-        return count_buckets(frames, bucket, ordered=ordered)
+        return count_buckets(frames, bucket, ordered=ordered, last_of=last_of)
 
     calls = result.calls[:LANES]
     lanes = [{"position": call.position, "runs": join_runs(counted(call.frames))} for call in calls]

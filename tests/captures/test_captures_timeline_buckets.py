@@ -16,8 +16,10 @@ from inspector.captures.timeline_data import (
     BUCKETS,
     ProseFrames,
     ascending,
+    bucket_end,
     bucket_of,
     count_buckets,
+    slot_ends,
     summarize,
 )
 
@@ -30,6 +32,11 @@ def test_the_frame_axis_by_bisection_counts_as_frame_by_frame(frames, total):
     frames = array("q", sorted(frames))
     bucket = lambda frame: bucket_of(frame, total)  # noqa: E731
     assert count_buckets(frames, bucket, ordered=True) == count_buckets(frames, bucket)
+    # A capture's frames are numbered below its total: each bucket's last frame is known.
+    frames = array("q", [frame for frame in frames if frame < total])
+    last_of = lambda slot: bucket_end(slot, total)  # noqa: E731
+    by_last = count_buckets(frames, bucket, ordered=True, last_of=last_of)
+    assert by_last == count_buckets(frames, bucket)
 
 
 @settings(max_examples=300, deadline=None)
@@ -47,6 +54,9 @@ def test_the_time_axis_by_bisection_counts_as_frame_by_frame(steps, data):
         return min(BUCKETS - 1, int((ms - start) * BUCKETS / span)) if span > 0 else 0
 
     assert count_buckets(frames, bucket, ordered=True) == count_buckets(frames, bucket)
+    ends = slot_ends(len(times), bucket)
+    by_ends = count_buckets(frames, bucket, ordered=True, last_of=ends.__getitem__)
+    assert by_ends == count_buckets(frames, bucket)
 
 
 def calls_result(frames_of_calls, total):
