@@ -109,7 +109,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {
             "timeout": 20,
             "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            # No connection checkpoints the log: a thread does (captures/writes.py), when
+            # the log is long; a log checkpointed whole is cut short as it starts again.
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                "PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=0;"
+            ),
         }
     )
 

@@ -251,29 +251,7 @@ def time_summary(
         start, end = min(known), max(known)
     else:
         start, end = min(times), max(times)
-    span = end - start
-
-    def bucket(frame: int) -> int | None:
-        ms = times[frame] if 0 <= frame < len(times) else math.nan
-        if math.isnan(ms):
-            return None
-        return min(BUCKETS - 1, int((ms - start) * BUCKETS / span)) if span > 0 else 0
-
-    # Every frame's time known and ascending (a live capture's): each bucket's
-    # last frame is found once, for every lane.
-    ends = slot_ends(len(times), bucket) if known_ascending(times) else None
-    last_of = ends.__getitem__ if ends is not None else None
-
-    def counted(frames: Sequence[int]) -> list[Bucket]:
-        """Bisected where the frames and their times ascend, all placed."""
-        ordered = ascending(frames) and (
-            not len(frames) or (0 <= frames[0] and frames[-1] < len(times))
-        )
-        if ordered and ends is None:
-            arrived = [times[frame] for frame in frames]
-            ordered = not math.isnan(sum(arrived)) and ascending(arrived)
-        return count_buckets(frames, bucket, ordered=ordered, last_of=last_of)
-
+    bucket, counted = _time_buckets(times, start, end - start)
     calls = result.calls[:LANES]
     lanes = [{"position": call.position, "runs": join_runs(counted(call.frames))} for call in calls]
     prose_lanes = [
@@ -293,6 +271,36 @@ def time_summary(
     placed = sorted(frame for frame in drawn if frame is not None and bucket(frame) is not None)
     clock = [[frame, times[frame]] for frame in placed]
     return {"start": start, "end": end, "lanes": lanes, "prose": prose_lanes, "clock": clock}
+
+
+def _time_buckets(
+    times: Sequence[float], start: float, span: float
+) -> tuple[Callable[[int], int | None], Callable[[Sequence[int]], list[Bucket]]]:
+    """The time axis's `bucket(frame)` (None: the frame has no time) and
+    `counted(frames)`, their frames counted in buckets: bisected where the
+    frames and their times ascend, all placed."""
+
+    def bucket(frame: int) -> int | None:
+        ms = times[frame] if 0 <= frame < len(times) else math.nan
+        if math.isnan(ms):
+            return None
+        return min(BUCKETS - 1, int((ms - start) * BUCKETS / span)) if span > 0 else 0
+
+    # Every frame's time known and ascending (a live capture's): each bucket's
+    # last frame is found once, for every lane.
+    ends = slot_ends(len(times), bucket) if known_ascending(times) else None
+    last_of = ends.__getitem__ if ends is not None else None
+
+    def counted(frames: Sequence[int]) -> list[Bucket]:
+        ordered = ascending(frames) and (
+            not len(frames) or (0 <= frames[0] and frames[-1] < len(times))
+        )
+        if ordered and ends is None:
+            arrived = [times[frame] for frame in frames]
+            ordered = not math.isnan(sum(arrived)) and ascending(arrived)
+        return count_buckets(frames, bucket, ordered=ordered, last_of=last_of)
+
+    return bucket, counted
 
 
 def arrival_times(capture: Capture) -> array[float] | None:
