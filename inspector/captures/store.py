@@ -47,6 +47,7 @@ from .frame_did import FrameDid, carries_text, did_by_frame
 from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
 from .timelines import Timelines, timelines, with_refusal
+from .twin_rows import copy_twin
 from .writes import writing
 
 BATCH = 2000
@@ -376,35 +377,26 @@ def _store_results(
     fragments: FragmentLog | None = None,
 ) -> None:
     """Each policy's assembly; the strict one's fragments as `fragments`
-    says they stand (see `close_capture`)."""
-    held: Documented | None = None  # strict's, when held in memory (no spill)
+    says they stand (see `close_capture`).  A policy whose result is
+    strict's twin (sharing its events) is copied from strict's rows in the
+    database (`twin_rows.copy_twin`)."""
+    stored: models.Assembly | None = None  # strict's
     for policy, result in results.items():
         spill = spills.get(policy) if spills else None
-        if held is not None and result.events is results[STRICT].events:
-            documented = _renamed(held, policy)  # strict's twin: its text under another name
-        else:
-            documented = _documented(result, spill)
-            if spill is None and policy == STRICT:
-                held = documented
-        _store_assembly(
+        if stored is not None and result.events is results[STRICT].events:
+            # A spilled document: the twin's own, written from the spill as strict's was.
+            copy_twin(stored, policy, None if spill is None else _documented(result, spill)[1])
+            continue
+        assembly = _store_assembly(
             capture,
             policy,
             result,
-            documented,
+            _documented(result, spill),
             fragments=fragments if policy == STRICT else None,
             arrived=arrived,
         )
-
-
-def _renamed(documented: Documented, policy: str) -> Documented:
-    """Strict's document and text under `policy`: the text is `dumps` of the
-    document, whose first key `Result.to_dict` makes the policy."""
-    document, text, call_timelines, prose = documented
-    strict_head = dumps({"policy": STRICT})[:-1].decode()  # '{"policy":"strict"'
-    if type(text) is not str or not text.startswith(strict_head):
-        raise ValueError("a strict result's text begins with its policy")
-    head = dumps({"policy": policy})[:-1].decode()
-    return {**document, "policy": policy}, head + text[len(strict_head) :], call_timelines, prose
+        if policy == STRICT:
+            stored = assembly
 
 
 def model_name(frames: Sequence[StreamFrame]) -> str:
@@ -467,7 +459,7 @@ def _store_assembly(
     fragments: FragmentLog | None,
     arrived: Sequence[float] | None = None,
 ) -> models.Assembly:
-    """`documented`: `_documented` of the result (or `_renamed` of its twin's);
+    """`documented`: `_documented` of the result;
     `fragments`: for the strict assembly, what of its fragments is written
     (the rest is written here), None for the others; `arrived`: the frames'
     arrival times, when the caller has them."""

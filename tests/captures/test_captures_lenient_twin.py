@@ -13,7 +13,7 @@ import pytest
 
 from inspector.assembly import LENIENT, STRICT, assemble
 from inspector.captures.intake import store_upload
-from inspector.captures.models import Capture
+from inspector.captures.models import Assembly, Call, Capture
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +80,25 @@ def test_a_live_capture_stores_lenient_s_own_assembly_too(name):
         document, outcome, _, calls = stored_assembly(capture, policy)
         assert document == assemble(data, fmt="sse", policy=policy).to_dict()
         assert outcome == document["outcome"] and len(calls) == len(document["calls"])
+
+
+@pytest.mark.parametrize("name", ["conflict", "ok"])
+def test_a_twin_is_strict_s_rows_under_lenient_s_name(name):
+    """The twin is copied from strict's rows in the database (`twin_rows`):
+    every column but its name, its document's and the timeline drawn for
+    strict only."""
+    (capture,) = store_upload(STREAMS[name].read_bytes(), name=f"{name}.sse")
+    strict, lenient = (capture.assemblies.get(policy=policy) for policy in (STRICT, LENIENT))
+    own = {"id", "policy", "timeline", "result_json"}
+    columns = [f.attname for f in Assembly._meta.concrete_fields if f.name not in own]
+    assert [getattr(lenient, c) for c in columns] == [getattr(strict, c) for c in columns]
+    assert strict.timeline is not None and lenient.timeline is None
+    assert lenient.result_json.replace('"policy":"lenient"', '"policy":"strict"', 1) == (
+        strict.result_json
+    )
+    fields = Call._meta.concrete_fields
+    call_columns = [f.attname for f in fields if f.name not in ("id", "assembly")]
+    strict_calls, lenient_calls = (
+        list(a.calls.order_by("position").values_list(*call_columns)) for a in (strict, lenient)
+    )
+    assert lenient_calls == strict_calls and strict_calls
