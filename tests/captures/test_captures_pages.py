@@ -412,6 +412,29 @@ def test_the_text_before_a_fragment_page_is_cut_from_its_call_by_position(client
     assert f"line {seq - 2}\\n<mark>line {seq - 1}" in so_far.group(1)
 
 
+def test_each_cards_fragments_are_read_by_their_call_not_the_whole_capture(client):
+    """One query reads every card's page of fragments; each branch names the
+    capture, so the (capture, position, seq) index finds each card's page.
+    With the capture ANDed outside the branches, SQLite read every fragment
+    of the capture: 10.5 ms of a 100k-fragment capture's page."""
+    items = [chunk(tool(i, f"call_{i}", "write", '{"n": "')) for i in range(3)]
+    items += [chunk(tool(i % 3, args=f"{i} ")) for i in range(300)]
+    items += [chunk(tool(i, args='"}')) for i in range(3)] + [chunk(finish="tool_calls"), DONE]
+    capture = store_stream(sse(*items), stream_format="sse")
+    with CaptureQueriesContext(connection) as queries:
+        page = html(client.get(capture.get_absolute_url()))
+    assert 'id="frag-2-0"' in page
+    sql = [q["sql"] for q in queries.captured_queries]
+    (fragments,) = [q for q in sql if q.startswith('SELECT "captures_fragment"."id"')]
+    where = fragments[fragments.index("WHERE") :]
+    assert where.count('"captures_fragment"."capture_id" =') == 3  # one a card
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {fragments}")
+            plan = [row[-1] for row in cursor.fetchall() if "captures_fragment" in row[-1]]
+        assert plan and all("position=? AND seq>? AND seq<?" in step for step in plan), plan
+
+
 def test_frames_table_marks_dropped_and_anomalous_frames(client):
     stream = sse(
         chunk(tool(0, "call_A", "read", '{"p":')),  # 0

@@ -143,9 +143,13 @@ def _fragments_shown(capture: Capture, cards: list[CallCard]) -> dict[int, list[
     condition = Q(pk__in=[])
     for card in cards:
         shown = card.fragment_pager
-        condition |= Q(position=card.call.position, seq__gte=shown.start, seq__lt=shown.stop)
+        # The capture in each branch: SQLite searches the (capture, position, seq)
+        # index once a branch; ANDed outside the ORs, it read all the capture's fragments.
+        condition |= Q(
+            capture=capture, position=card.call.position, seq__gte=shown.start, seq__lt=shown.stop
+        )
     by_call: dict[int, list[Fragment]] = {}
-    fragments = Fragment.objects.filter(condition, capture=capture).order_by("position", "seq")
+    fragments = Fragment.objects.filter(condition).order_by("position", "seq")
     for fragment in fragments:
         by_call.setdefault(fragment.position, []).append(fragment)
     return by_call
