@@ -9,12 +9,19 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inspector.assembly import STRICT, assemble
-from inspector.captures import models, store
+from inspector.captures import models, store, writer
 from inspector.captures.fast_rows import insert_rows
 from inspector.captures.fragment_rows import FRAGMENT_FIELDS, SCAN_FIELDS, FragmentLog
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def every_batch(monkeypatch):
+    """Each batch writes the fragments (a test below sets the interval back)."""
+    monkeypatch.setattr(writer, "FRAGMENT_SECONDS", 0.0)
+
 
 FRAGMENT_INSERT = 'INSERT INTO "captures_fragment"'
 
@@ -85,6 +92,18 @@ def test_a_started_calls_fragments_are_stored_with_their_frames():
         live.close()
 
     assert not [q for q in queries.captured_queries if FRAGMENT_INSERT in q["sql"]]
+    assert rows(live.capture) == uploaded_rows()
+
+
+def test_fragments_wait_for_the_batch_due_and_the_close_writes_the_rest(monkeypatch):
+    monkeypatch.setattr(writer, "FRAGMENT_SECONDS", 3600.0)
+    live = live_capture()
+    live.append_reads([(piece, 1.0) for piece in PIECES[:4]])
+    assert [row[:2] for row in rows(live.capture)] == [(0, 0), (0, 1)]  # the first batch's
+    live.append_reads([(piece, 2.0) for piece in PIECES[4:9]])
+    assert [row[:2] for row in rows(live.capture)] == [(0, 0), (0, 1)]  # not due yet
+    live.append_reads([(piece, 3.0) for piece in PIECES[9:]])
+    live.close()
     assert rows(live.capture) == uploaded_rows()
 
 
