@@ -4,19 +4,11 @@ position instead of its Call row, keeping every stored fragment, and back."""
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from django.db import IntegrityError, transaction
+from migrations_helper import migrate_to, migrate_to_latest
 
 BEFORE = ("captures", "0017_large_values_last")
 AFTER = ("captures", "0018_fragments_by_capture")
-
-
-def migrate_to(target: tuple[str, str]):
-    """The captures app's models as of `target`."""
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([target])
-    return executor.loader.project_state([target]).apps
 
 
 def fragment(Fragment, seq: int, **fields):
@@ -69,7 +61,5 @@ def test_fragments_keep_their_call_by_capture_and_position_both_ways():
             for position in (0, 1)
             for seq in range(position + 2)
         ]
-    finally:  # the later migrations back, for the tests that follow
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    finally:
+        migrate_to_latest()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from migrations_helper import migrate_to as migrate_apps_to
+from migrations_helper import migrate_to_latest
 
 BEFORE = ("captures", "0010_lens_results")
 AFTER = ("captures", "0011_capture_har_upload_retry_chain")
@@ -13,10 +14,7 @@ AFTER = ("captures", "0011_capture_har_upload_retry_chain")
 
 def migrate_to(target: tuple[str, str]):
     """The captures app at `target`; its Capture model as of then."""
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([target])
-    return executor.loader.project_state([target]).apps.get_model("captures", "Capture")
+    return migrate_apps_to(target).get_model("captures", "Capture")
 
 
 def old_capture(Capture, slug: str, **fields):
@@ -55,7 +53,5 @@ def test_the_renamed_fields_keep_their_values_both_ways():
             ("try-1", "", "chain-1"),
             ("try-2", "", "chain-1"),
         ]
-    finally:  # the later migrations back, for the tests that follow
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    finally:
+        migrate_to_latest()
