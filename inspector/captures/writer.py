@@ -64,10 +64,12 @@ LATE_TOUCHES = 100_000
 # A live writer writes the started calls' new fragments with the batch that
 # comes this long after it last wrote them (and the close writes the rest):
 # one COPY or INSERT of many rows, not one a batch of a few milliseconds.
-# 20 captures at 500 frames/s on two processes, PostgreSQL: viewer p99
-# 219-245 ms with fragments every batch, 152-182 every 0.25 s, 131-146 with
-# all of them left to the close (bench/README.md).
-FRAGMENT_SECONDS = 0.25
+# On PostgreSQL, fragments with every batch made 20 captures at 500 frames/s
+# on two processes p99 219-245 ms (131-146 with all of them left to the
+# close); every 0.25 s, 152-182, but one capture at 5,000 frames/s then
+# jumped at each write (p99 15.6-16.0 ms against 9.5-10.4 every 0.05 s).
+# Every 0.05 s leaves at most a few hundred rows to the close (bench/README.md).
+FRAGMENT_SECONDS = 0.05
 
 
 class CaptureWriter:
