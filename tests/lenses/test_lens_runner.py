@@ -3,9 +3,13 @@ and its end as soon as nobody wants it."""
 
 from __future__ import annotations
 
+import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 import slow_lens
 from lens_streams import OK, REUSED_INDEX
 
@@ -68,3 +72,48 @@ def test_a_wanted_run_answers_as_ever():
     assert answer["status"] == DONE
     assert answer["result"] == run_one("litellm", REUSED_INDEX, "sse", None)["result"]
     assert process_gone(answer["pid"])
+
+
+# Threads that each allocate, in a child capped as a lens child is: the address
+# space they add, in MB (VmSize from /proc), printed by the child.
+THREADS_IN_A_CAPPED_CHILD = """
+import threading, sys
+from inspector.lenses.runner import cap_memory, one_malloc_arena
+if sys.argv[1] == "capped":
+    cap_memory(4096)
+
+def size():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) // 1024
+
+before, held, ready, done = size(), [], threading.Barrier(9), threading.Event()
+
+def work():
+    held.append([bytes(100) for _ in range(1000)])
+    ready.wait()
+    done.wait()
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for thread in threads:
+    thread.start()
+ready.wait()
+print(size() - before)
+done.set()
+"""
+
+
+def test_a_capped_childs_threads_share_one_malloc_arena():
+    """Each thread's own arena reserved 64 MB of address space: a lens's
+    library that starts threads ran out of its cap with little in use."""
+    if platform.libc_ver()[0] != "glibc" or not Path("/proc/self/status").exists():
+        pytest.skip("glibc's per-thread arenas, read from /proc")
+    added = {}
+    for mode in ("capped", "default"):
+        run = subprocess.run(
+            [sys.executable, "-c", THREADS_IN_A_CAPPED_CHILD, mode],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
+        )  # fmt: skip
+        added[mode] = int(run.stdout)
+    # 8 threads: 8 stacks of 8 MB either way; 8 arenas of 64 MB more by default.
+    assert added["capped"] < 8 * 8 + 40 < added["default"], added
