@@ -61,8 +61,7 @@ def split_piece(text: str) -> tuple[str, bool, Any] | None:
 class PieceStates:
     """The arguments object after each path-piece fragment, one fragment at
     a time (`add`): compact JSON, empty once STATE_BUDGET is spent or where
-    a piece does not apply.  Used whole when a capture is stored and piece
-    by piece for a live viewer."""
+    a piece does not apply (`fragment_rows.FragmentScan`)."""
 
     def __init__(self) -> None:
         self.value: dict[str, Any] = {}
@@ -82,10 +81,3 @@ class PieceStates:
         state = dumps(self.value).decode()
         self.spent += len(state)
         return state
-
-
-def piece_states(texts: list[str]) -> list[str]:
-    """For each path-piece fragment, the arguments object after it (see
-    `PieceStates`)."""
-    states = PieceStates()
-    return [states.add(text) for text in texts]

@@ -4,24 +4,21 @@ the arguments object after it), scanned once here so pages never scan.
 
 A live recording writes a started call's new fragments with a batch of
 frames every `writer.FRAGMENT_SECONDS` (`FragmentLog.new_rows`): a started
-call keeps its position in the
-strict result, so its rows never need its Call row, which exists only once
-the capture closes.  The close then writes only what is left
+call keeps its position in the strict result, so its rows never need its
+Call row, which exists only once the capture closes.  The close then writes only what is left
 (`FragmentLog.rest`), which is what keeps a long stream's close short.  An
 upload writes them all at its close, from a log that wrote nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from inspector.assembly import ArgumentScanner
 from inspector.assembly import Call as AssembledCall
 
-from .call_forms import PATH_PIECES, PieceStates
+from .call_forms import PATH_PIECES, PieceStates, argument_form
 
-# A call's argument form (`call_forms.call_columns`'s "argument_form").
-FormOf = Callable[[AssembledCall], str]
 Rows = Iterator[tuple]
 
 # A Fragment row's columns in the order the rows are made.
@@ -95,12 +92,12 @@ class FragmentLog:
         self.scans.clear()
         self.known = False
 
-    def new_rows(self, capture_pk: int, started: Sequence[AssembledCall], form_of: FormOf) -> Rows:
+    def new_rows(self, capture_pk: int, started: Sequence[AssembledCall], dialect: str) -> Rows:
         """The rows of the started calls' fragments not written yet (nothing
-        once `forget` was called); `form_of(call)` is a call's argument form."""
-        return self._rows(capture_pk, started, form_of) if self.known else iter(())
+        once `forget` was called), the calls read in `dialect`."""
+        return self._rows(capture_pk, started, dialect) if self.known else iter(())
 
-    def stale(self, calls: Sequence[AssembledCall], form_of: FormOf) -> list[int] | None:
+    def stale(self, calls: Sequence[AssembledCall], dialect: str) -> list[int] | None:
         """At the close, the positions whose written rows must go before
         `rest` writes them again: a call written as another object or form
         than the result's (the assembler read held frames again), or a
@@ -110,22 +107,22 @@ class FragmentLog:
         stale = []
         for position, scan in list(self.scans.items()):
             call = calls[position] if position < len(calls) else None
-            if call is not scan.call or form_of(call) != scan.form:
+            if call is not scan.call or argument_form(call, dialect) != scan.form:
                 stale.append(position)
                 del self.scans[position]
         return stale
 
-    def rest(self, capture_pk: int, calls: Sequence[AssembledCall], form_of: FormOf) -> Rows:
+    def rest(self, capture_pk: int, calls: Sequence[AssembledCall], dialect: str) -> Rows:
         """The rows of every call's fragments not written yet (after `stale`)."""
         self.known = True
-        return self._rows(capture_pk, calls, form_of)
+        return self._rows(capture_pk, calls, dialect)
 
-    def _rows(self, capture_pk: int, calls: Sequence[AssembledCall], form_of: FormOf) -> Rows:
+    def _rows(self, capture_pk: int, calls: Sequence[AssembledCall], dialect: str) -> Rows:
         scans = self.scans
         for position, call in enumerate(calls):
             scan = scans.get(position)
             if scan is None:
-                scan = scans[position] = FragmentScan(call, form_of(call))
+                scan = scans[position] = FragmentScan(call, argument_form(call, dialect))
             elif not scan.behind:
                 continue
             head = (capture_pk, position)

@@ -39,10 +39,10 @@ from inspector.assembly.jsontext import compact, dumps
 
 from . import models
 from .blob_io import write_json_text, write_raw
-from .call_forms import argument_form, call_columns
+from .call_forms import call_columns
 from .dialects import dialect_basis
 from .fast_rows import insert_rows
-from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
+from .fragment_rows import FRAGMENT_FIELDS, FragmentLog, fragment_text
 from .frame_did import FrameDid, carries_text, did_by_frame
 from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
@@ -342,9 +342,7 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def _text(value: Any) -> Any:
-    if type(value) is str and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
-    return value
+    return fragment_text(value) if type(value) is str else value
 
 
 # Integer columns hold 32 bits on PostgreSQL (64 on SQLite), but a stream may
@@ -508,17 +506,13 @@ def _store_assembly(
 def _store_fragments(capture: models.Capture, result: Result, fragments: FragmentLog) -> None:
     """The strict calls' fragments `fragments` has not written (those it
     wrote as other calls go first)."""
-    dialect = result.dialect
-
-    def form_of(call: AssembledCall) -> str:
-        return argument_form(call, dialect)
-
-    stale = fragments.stale(result.calls, form_of)
+    calls, dialect = result.calls, result.dialect
+    stale = fragments.stale(calls, dialect)
     if stale is None:
         models.Fragment.objects.filter(capture=capture).delete()
     elif stale:
         models.Fragment.objects.filter(capture=capture, position__in=stale).delete()
-    insert_rows(models.Fragment, FRAGMENT_FIELDS, fragments.rest(capture.pk, result.calls, form_of))
+    insert_rows(models.Fragment, FRAGMENT_FIELDS, fragments.rest(capture.pk, calls, dialect))
 
 
 def _timeline(

@@ -42,11 +42,11 @@ def copy_twin(
     strict_head = dumps({"policy": STRICT})[:-1].decode()  # '{"policy":"strict"'
     head = dumps({"policy": policy})[:-1].decode()
     table, result_json = quote(models.Assembly._meta.db_table), quote("result_json")
-    renamed = f"%s || {_text(f'SUBSTR({result_json}, %s)')}" if result_file is None else "''"
+    renamed = f"%s || {_as_text(f'SUBSTR({result_json}, %s)')}" if result_file is None else "''"
     sql = (
         f"INSERT INTO {table} ({copied}, {quote('policy')}, {quote('timeline')}, {result_json}) "
         f"SELECT {copied}, %s, NULL, {renamed} FROM {table} "
-        f"WHERE {quote('id')} = %s AND {_text(f'SUBSTR({result_json}, 1, %s)')} = %s"
+        f"WHERE {quote('id')} = %s AND {_as_text(f'SUBSTR({result_json}, 1, %s)')} = %s"
     )
     rename = [head, len(strict_head) + 1] if result_file is None else []
     with connection.cursor() as cursor:
@@ -73,7 +73,7 @@ def _copy_calls(strict: models.Assembly, twin: models.Assembly) -> None:
         cursor.execute(sql, [twin.pk, strict.pk])
 
 
-def _text(expression: str) -> str:
+def _as_text(expression: str) -> str:
     """`expression` as text: on SQLite a large result document is stored as a
     BLOB (`blob_io.py`), which compares unequal to any text."""
     return f"CAST({expression} AS TEXT)"

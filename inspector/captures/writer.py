@@ -39,10 +39,8 @@ from inspector.assembly import (
     lenient_twin,
     slices,
 )
-from inspector.assembly import Call as AssembledCall
 
 from . import models
-from .call_forms import argument_form
 from .dialects import ASSUMED, dialect_basis
 from .fast_rows import insert_rows
 from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
@@ -125,8 +123,8 @@ class CaptureWriter:
         # What frames stored already did, filed after them (`close_capture`).
         self._late_did: FrameDid = {}
         # The strict calls' fragment rows written so far: a live writer writes
-        # a started call's with the frames that bring them (`store`), so the
-        # close writes only the rest; an upload's are all written at its close.
+        # the started calls' every FRAGMENT_SECONDS (`store`), so the close
+        # writes only the rest; an upload's are all written at its close.
         self.fragments = FragmentLog()
         self._fragments_due = 0.0  # when a live batch next writes them (FRAGMENT_SECONDS)
 
@@ -211,25 +209,21 @@ class CaptureWriter:
 
     def store(self, frames: list[Frame]) -> None:
         """Write the frames the last `take` gave (and the dialect they tell);
-        a live writer also the started calls' new fragments.  A caller whose
-        transaction fails after it calls `lost_writes`."""
+        a live writer also, every FRAGMENT_SECONDS, the started calls' new
+        fragments.  A live caller whose transaction fails calls `lost_writes`."""
         if not frames:
             return
         live = self._insert == LIVE
-        try:
-            append_frames(
-                self.capture,
-                frames,
-                self.last_arrived_ms,
-                self.last_did,
-                live=live,
-                calls=self.last_calls,
-            )
-            if live and time.monotonic() >= self._fragments_due:
-                self._store_fragments()
-        except BaseException:
-            self.lost_writes()
-            raise
+        append_frames(
+            self.capture,
+            frames,
+            self.last_arrived_ms,
+            self.last_did,
+            live=live,
+            calls=self.last_calls,
+        )
+        if live and time.monotonic() >= self._fragments_due:
+            self._store_fragments()
         self._store_dialect()
         if self._arrivals is not None:  # as stored (a failed store adds none: see close)
             self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
@@ -237,12 +231,8 @@ class CaptureWriter:
     def _store_fragments(self) -> None:
         """The started calls' fragments not written yet (`FragmentLog`)."""
         self._fragments_due = time.monotonic() + FRAGMENT_SECONDS
-        dialect = self.strict.dialect
-
-        def form_of(call: AssembledCall) -> str:
-            return argument_form(call, dialect)
-
-        rows = list(self.fragments.new_rows(self.capture.pk, self.strict.started, form_of))
+        strict = self.strict
+        rows = list(self.fragments.new_rows(self.capture.pk, strict.started, strict.dialect))
         if rows:  # a batch without fragments sends no statement (an empty COPY is a round trip)
             insert_rows(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
 

@@ -142,7 +142,7 @@ class LiveCapture:
             with writing(), transaction.atomic():
                 writer.store(frames)
         except BaseException:
-            writer.lost_writes()  # the commit failed after `store`
+            writer.lost_writes()  # which fragment rows the batch kept is unknown
             raise
         return message
 

@@ -150,8 +150,7 @@ def test_rows_of_a_call_the_assembler_made_anew_are_replaced():
     capture = live_capture().capture
     first = assemble(b"".join(PIECES), fmt="sse")
     log = FragmentLog()
-    form = lambda call: "json"  # noqa: E731
-    insert_rows(models.Fragment, FRAGMENT_FIELDS, log.new_rows(capture.pk, first.calls, form))
+    insert_rows(models.Fragment, FRAGMENT_FIELDS, log.new_rows(capture.pk, first.calls, "chat"))
     other = b"".join([PIECES[0], header(0, "call_9", "write"), arguments(0, '{"z":1}')])
     again = assemble(other + PIECES[-2] + PIECES[-1], fmt="sse")
     assert len(again.calls) == 1 and again.calls[0] is not first.calls[0]
