@@ -16,13 +16,17 @@ several copies: writing an 8 MB upload's bytes took 60 MB.  Sent as one
 parameter instead, it still sat whole in libpq's output buffer, which keeps
 its largest size for the connection's life.  So the value is streamed: a
 block at a time through COPY into a temporary table of the session, then
-moved into the row by one UPDATE, in the caller's transaction.
+moved into the row by one UPDATE, in the caller's transaction.  The COPY is
+in its binary format (one row, one field: its length, then its bytes as
+they are), not its text format, which sent bytes as hex and needed text
+escaped: a 34 MB upload's bytes were written in 0.57-0.63 s that way, in
+0.28-0.31 s this way.
 """
 
 from __future__ import annotations
 
-import binascii
 import os
+import struct
 from typing import IO
 
 from django.db import connection, models
@@ -38,7 +42,7 @@ def write_raw(capture: stored.Capture, data: bytes) -> None:
     view = memoryview(data)
     blocks = (view[start : start + BLOCK] for start in range(0, len(data), BLOCK))
     if connection.vendor == "postgresql":
-        _copy_in(stored.Capture, "raw", capture.pk, (bytes(block) for block in blocks), text=False)
+        _copy_in(stored.Capture, "raw", capture.pk, len(data), blocks, text=False)
     elif not data:
         stored.Capture.objects.filter(pk=capture.pk).update(raw=data)
     else:
@@ -54,7 +58,7 @@ def write_json_text(assembly: stored.Assembly, source: IO[bytes]) -> None:
     source.seek(0)
     blocks = iter(lambda: source.read(BLOCK), b"")
     if connection.vendor == "postgresql":
-        _copy_in(stored.Assembly, "result_json", assembly.pk, blocks, text=True)
+        _copy_in(stored.Assembly, "result_json", assembly.pk, size, blocks, text=True)
     else:
         _fill(stored.Assembly, "result_json", assembly.pk, size, blocks)
     assembly.__dict__.pop("result_json", None)  # deferred: a query when read
@@ -64,19 +68,20 @@ def write_json_text(assembly: stored.Assembly, source: IO[bytes]) -> None:
 _STAGE = "inspector_large_value"
 
 
-def _copy_in(model: type[models.Model], column: str, pk: int, blocks, *, text: bool) -> None:
-    """PostgreSQL: the row's `column` set to the value whose blocks (bytes;
-    UTF-8 text when `text`) are given, COPY'd into the staging table first."""
+def _copy_in(
+    model: type[models.Model], column: str, pk: int, size: int, blocks, *, text: bool
+) -> None:
+    """PostgreSQL: the row's `column` set to the value of `size` bytes whose
+    blocks are given (UTF-8 when `text`), COPY'd into the staging table first."""
     quote = connection.ops.quote_name
     field = "t" if text else "b"
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE} (b bytea, t text)")
-        with cursor.cursor.copy(f"COPY {_STAGE} ({field}) FROM STDIN") as copy:
-            if not text:
-                copy.write(b"\\\\x")  # bytea's hex form, its backslash escaped for COPY
+        with cursor.cursor.copy(f"COPY {_STAGE} ({field}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(_BINARY_HEADER + _ONE_FIELD.pack(1, size))
             for block in blocks:
-                copy.write(_copy_text(block) if text else binascii.hexlify(block))
-            copy.write(b"\n")
+                copy.write(block)
+            copy.write(_BINARY_TRAILER)
         table, target = quote(model._meta.db_table), quote(column)
         cursor.execute(
             f"UPDATE {table} SET {target} = (SELECT {field} FROM {_STAGE}) WHERE id = %s", [pk]
@@ -84,15 +89,11 @@ def _copy_in(model: type[models.Model], column: str, pk: int, blocks, *, text: b
         cursor.execute(f"DELETE FROM {_STAGE}")
 
 
-def _copy_text(block: bytes) -> bytes:
-    """A block of text as COPY's text format writes it (backslash escapes)."""
-    for plain, escaped in _COPY_ESCAPES:
-        if plain in block:
-            block = block.replace(plain, escaped)
-    return block
-
-
-_COPY_ESCAPES = ((b"\\", b"\\\\"), (b"\n", b"\\n"), (b"\r", b"\\r"), (b"\t", b"\\t"))
+# COPY's binary format: its signature, flags and header extension length (no
+# extension); a row's field count and its one field's length; the end mark.
+_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+_ONE_FIELD = struct.Struct("!hi")
+_BINARY_TRAILER = struct.pack("!h", -1)
 
 
 def _fill(model: type[models.Model], column: str, pk: int, size: int, blocks) -> None:

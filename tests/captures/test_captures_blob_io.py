@@ -125,6 +125,8 @@ def test_every_byte_and_every_escape_round_trips():
         blob_io.write_raw(capture, raw)
         blob_io.write_json_text(assembly, source)
         blob_io.write_raw(capture, raw[:10])  # the staging table is emptied between values
+        blob_io.write_raw(capture, b"")
+        assert bytes(models.Capture.objects.get(pk=capture.pk).raw) == b""
         blob_io.write_raw(capture, raw)
     assert bytes(models.Capture.objects.get(pk=capture.pk).raw) == raw
     assert models.Assembly.objects.get(pk=assembly.pk).result_json == text.decode()
