@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
+from migrations_helper import migrate_to, migrate_to_latest
 
 from inspector.assembly import POLICIES, read_stream
 from inspector.assembly.jsontext import dumps
@@ -158,3 +159,38 @@ def test_large_values_are_kept_compressed_with_lz4_where_the_server_has_it():
         )
         assert cursor.fetchone() == ("lz4", "lz4")
     assert bytes(models.Capture.objects.get(pk=capture.pk).raw) == STREAM * 4
+
+
+def _compression(table: str, column: str) -> str:
+    """pg_attribute's attcompression: 'l' lz4, 'p' pglz, '' the server's default."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attcompression FROM pg_attribute"
+            " WHERE attrelid = %s::regclass AND attname = %s",
+            [table, column],
+        )
+        return cursor.fetchone()[0]
+
+
+LARGE_COLUMNS = [
+    ("captures_capture", "raw"),
+    ("captures_assembly", "result_json"),
+    ("captures_assembly", "text"),
+    ("captures_call", "arguments"),
+    ("captures_call", "arguments_text"),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's value compression")
+def test_the_large_columns_compress_with_lz4_and_back():
+    """Migration 0019 sets lz4 on the columns of large values; back, the server's default."""
+    if not _lz4_offered():
+        pytest.skip("this server has no lz4")
+    assert [_compression(*column) for column in LARGE_COLUMNS] == ["l"] * len(LARGE_COLUMNS)
+    try:
+        migrate_to(("captures", "0018_fragments_by_capture"))
+        assert [_compression(*column) for column in LARGE_COLUMNS] == [""] * len(LARGE_COLUMNS)
+    finally:
+        migrate_to_latest()
+    assert [_compression(*column) for column in LARGE_COLUMNS] == ["l"] * len(LARGE_COLUMNS)
