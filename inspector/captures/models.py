@@ -339,6 +339,9 @@ class Call(models.Model):
     # [{"frame", "event", "field", "value"}]: identity established, ignored,
     # conflicting, index changes, guesses - in the order they happened.
     timeline = models.JSONField(default=list, blank=True)
+    # A lenient twin's copy of strict's call (`twin_rows.copy_twin`): left out of the
+    # search's indexes, which strict's row already puts its capture in.
+    twin_copy = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["position"]

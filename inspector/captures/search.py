@@ -9,7 +9,9 @@ refusals that match are subqueries, so a page of results stays two queries
 column has a trigram GIN index on `UPPER(column)` (migration
 0013_search_indexes), which is exactly what Django's `icontains` compares
 there, so the `LIKE '%text%'` is answered from the index; SQLite scans
-(a plain LIKE, ASCII case folding).
+(a plain LIKE, ASCII case folding).  The calls' indexes leave out a lenient
+twin's copies of strict's calls (`Call.twin_copy`, migration 0020): the
+same text, in the same capture.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def _any_contains(columns: tuple[str, ...], text: str) -> Q:
 
 def matching(text: str) -> Q:
     """The captures `text` is found in (a condition on Capture)."""
-    calls = Call.objects.filter(_any_contains(CALL_COLUMNS, text)).values("assembly__capture_id")
+    # A twin's copied calls are strict's (and not in the indexes: migration 0020).
+    calls = Call.objects.filter(_any_contains(CALL_COLUMNS, text), twin_copy=False)
+    calls = calls.values("assembly__capture_id")
     refusals = Assembly.objects.filter(_any_contains(ASSEMBLY_COLUMNS, text)).values("capture_id")
     return _any_contains(CAPTURE_COLUMNS, text) | Q(pk__in=calls) | Q(pk__in=refusals)

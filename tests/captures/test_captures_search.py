@@ -9,10 +9,14 @@ import re
 
 import pytest
 from capture_streams import DONE, chunk, sse, tool
+from django.db import connection
 from django.urls import reverse
+from migrations_helper import migrate_to, migrate_to_latest
 from page_helpers import html
 
+from inspector.captures.intake import store_upload
 from inspector.captures.models import Capture
+from inspector.captures.search import matching
 from inspector.captures.store import store_stream
 
 pytestmark = pytest.mark.django_db
@@ -178,3 +182,52 @@ def test_find_with_nothing_to_find_goes_back_to_the_calls(client, stored):
     capture = stored["weather"]
     response = client.get(reverse("capture-find", args=[capture.slug]), {"text": "  "})
     assert response.status_code == 303 and response["Location"] == f"/c/{capture.slug}/#calls"
+
+
+def test_an_upload_is_found_by_its_arguments_once(client):
+    """An upload's lenient assembly is strict's twin, its calls copies marked as such
+    (`Call.twin_copy`): the search finds the capture by their text, once."""
+    (capture,) = store_upload(weather(), name="twin.sse")
+    lenient = capture.assemblies.get(policy="lenient")
+    assert set(lenient.calls.values_list("twin_copy", flat=True)) == {True}
+    assert api_titles(client, q="javík") == {capture.title}
+    assert Capture.objects.filter(matching("REYKJAV")).count() == 1
+
+
+def _index_definitions() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename = 'captures_call' AND indexname LIKE 'search_call_%%'"
+        )
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the trigram indexes")
+def test_the_calls_indexes_leave_out_twin_copies_and_the_search_uses_them():
+    """Migration 0020: each of the calls' search indexes is partial, and the search's
+    subquery of calls (`twin_copy = false`) is answered from them."""
+    definitions = _index_definitions()
+    assert sorted(definitions) == [
+        f"search_call_{c}" for c in ("arguments_text", "call_id", "name")
+    ]
+    assert all(d.endswith("WHERE (NOT twin_copy)") for d in definitions.values()), definitions
+    with connection.cursor() as cursor:
+        # Nearly empty tables: only bitmap scans, so that the plan weighs the indexes.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+    plan = Capture.objects.filter(matching("javík")).explain()
+    assert "search_call_arguments_text" in plan, plan
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the trigram indexes")
+def test_the_calls_indexes_are_whole_again_before_0020():
+    try:
+        migrate_to(("captures", "0019_lz4_large_values"))
+        definitions = _index_definitions()
+        assert len(definitions) == 3
+        assert not any("WHERE" in d for d in definitions.values()), definitions
+    finally:
+        migrate_to_latest()
+    assert all(d.endswith("WHERE (NOT twin_copy)") for d in _index_definitions().values())
