@@ -132,9 +132,10 @@ def test_untrusted_text_in_a_live_card_is_escaped():
     assert "&lt;script&gt;x()&lt;/script&gt;" in card["html"] and "&lt;b&gt;v" in card["html"]
 
 
-def test_a_fast_call_is_rendered_again_at_most_every_interval():
+def test_a_fast_call_is_rendered_again_at_most_every_interval(client):
     """Cards are throttled per call: a batch inside the interval carries no
-    card, a later one the newest state, and closing carries every change."""
+    card, a later one the newest state.  Closing renders none: the page swaps
+    in the finished page's main part, which shows every change."""
     header = {"index": 0, "id": "call_1", "type": "function"}
     header["function"] = {"name": "f", "arguments": '{"a":'}
     now = [0.0]
@@ -154,8 +155,10 @@ def test_a_fast_call_is_rendered_again_at_most_every_interval():
     assert 'id="frag-0-2"' in card["html"] and "3 fragments" in card["html"]
     now[0] += RENDER_INTERVAL / 2
     assert more("}") == []
-    (card,) = live.close()["calls"]
-    assert 'id="frag-0-3"' in card["html"] and not live.held_back
+    closing = live.close()
+    assert closing["type"] == "capture.finished" and closing["calls"] == []
+    main = html(client.get(live.capture.get_absolute_url(), {"partial": "main"}))
+    assert 'id="frag-0-3"' in main and "4 fragments" in main
 
 
 def test_a_batch_renders_a_bounded_number_of_cards_the_stalest_first():
