@@ -79,13 +79,7 @@ def _copy_in(
     quote = connection.ops.quote_name
     field = "t" if text else "b"
     with connection.cursor() as cursor:
-        cursor.execute(_LZ4_OFFERED)
-        (lz4,) = cursor.fetchone() or (False,)
-        compression = " COMPRESSION lz4" if lz4 else ""
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE}"
-            f" (b bytea{compression}, t text{compression})"
-        )
+        _make_stage(cursor)
         with cursor.cursor.copy(f"COPY {_STAGE} ({field}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(_BINARY_HEADER + _ONE_FIELD.pack(1, size))
             for block in blocks:
@@ -96,6 +90,19 @@ def _copy_in(
             f"UPDATE {table} SET {target} = (SELECT {field} FROM {_STAGE}) WHERE id = %s", [pk]
         )
         cursor.execute(f"DELETE FROM {_STAGE}")
+
+
+def _make_stage(cursor) -> None:
+    """The session's staging table, made where it is missing (its first use in
+    this session, or a transaction that made it rolled back): one query a
+    value, and the server asked about lz4 only then."""
+    cursor.execute("SELECT to_regclass(%s) IS NULL", [f"pg_temp.{_STAGE}"])
+    if not cursor.fetchone()[0]:
+        return
+    cursor.execute(_LZ4_OFFERED)
+    (lz4,) = cursor.fetchone() or (False,)
+    compression = " COMPRESSION lz4" if lz4 else ""
+    cursor.execute(f"CREATE TEMPORARY TABLE {_STAGE} (b bytea{compression}, t text{compression})")
 
 
 # Whether the server can compress with lz4 (no row before PostgreSQL 14).

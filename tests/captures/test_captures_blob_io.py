@@ -194,3 +194,19 @@ def test_the_large_columns_compress_with_lz4_and_back():
     finally:
         migrate_to_latest()
     assert [_compression(*column) for column in LARGE_COLUMNS] == ["l"] * len(LARGE_COLUMNS)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's staging table")
+def test_a_staging_table_made_in_a_transaction_that_rolled_back_is_made_again():
+    from django.db import transaction
+
+    from inspector.captures import blob_io
+
+    capture = models.Capture.objects.create(input_format="sse", stream_format="sse", raw=b"")
+    connection.close()  # a new session: no staging table yet
+    with pytest.raises(RuntimeError), transaction.atomic():
+        blob_io.write_raw(capture, b"first")  # the table is made here, then rolled back
+        raise RuntimeError("the transaction fails")
+    blob_io.write_raw(capture, b"second")
+    assert bytes(models.Capture.objects.get(pk=capture.pk).raw) == b"second"

@@ -228,7 +228,7 @@ class LiveCards:
         (`every`: of the newest CALLS_PER_PAGE calls, as many as a page of
         cards, for a viewer who joins; older ones come when they change, and
         all on the finished page).  With `throttle`
-        (False: the capture closed, or the stream paused) none rendered less
+        (False: the stream paused, or a viewer joins) none rendered less
         than RENDER_INTERVAL ago, and at most CARDS_PER_BATCH, those
         rendered longest ago: a batch's cost stays bounded however many
         calls stream at once; and none until the spacing after the last
