@@ -432,15 +432,23 @@ class EventLog(Sequence[Event]):
         not started: calls are numbered for good when the stream ends); they
         are forgotten here.  After `Assembler.finish` every event has its
         numbers, so a last `drain()` hands out the rest."""
-        items = self.items
-        count = 0
-        for item in items:
+        out = self.numbered(self.drained)
+        del self.items[: len(out)]
+        self.drained += len(out)
+        return out
+
+    def numbered(self, start: int) -> list[dict[str, Any]]:
+        """The events from `start` on (counted from the stream's first), as
+        the result document writes them, up to the first that names a call
+        still without its number, as `drain` hands them out but kept: a
+        live recording writes them down as they come and still reads them."""
+        if start < self.drained:
+            raise IndexError("events before the last drain() were handed out")
+        out = []
+        for item in self.items[start - self.drained :]:
             if type(item) is not tuple and not _numbered(item):
                 break
-            count += 1
-        out = [_event_dict(item) for item in items[:count]]
-        del items[:count]
-        self.drained += count
+            out.append(_event_dict(item))
         return out
 
 

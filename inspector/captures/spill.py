@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from inspector.assembly import Call, Result
 from inspector.assembly.jsontext import dumps
+from inspector.assembly.result import EventLog
 
 from .timeline_data import ProseFrames
 from .timelines import Timelines, add_event, new_timelines
@@ -45,6 +46,13 @@ class EventSpill:
 
     def close(self) -> None:
         self._file.close()
+
+    def follow(self, events: EventLog) -> None:
+        """Write down the events `events` logged since the last call, up to
+        the first naming a call without its number, leaving them in the log
+        (`EventLog.numbered`); the spill counts from the log's first event,
+        so it is fed by `follow` alone, or by the log's every `drain()`."""
+        self.add(events.numbered(self.count))
 
     def add(self, events: list[dict[str, Any]]) -> None:
         if not events:

@@ -560,7 +560,7 @@ def _documented(result: Result, spill: EventSpill | None) -> Documented:
         prose = ProseFrames().add_all(document["events"])
         del document["events"]
         return document, result_json, call_timelines, prose
-    spill.add(result.events.drain())
+    spill.follow(result.events)
     document = result.to_dict(events=False, frames=False)
     result_file = spill.result_file(result, document)
     call_timelines = with_refusal(spill.timelines, document["refusal"])

@@ -15,7 +15,9 @@ An upload (`spill=True`) also writes each batch's events down as the batch
 is stored (`spill.EventSpill`: a temporary file) and joins the small texts
 the assembler took (`StreamAssembler.compact`), so that memory holds one
 batch, not one event and one string per frame of the stream.  A live
-recording keeps its events: a viewer's messages read them as they grow.
+recording keeps its events (a viewer's messages read them as they grow)
+but writes their text down too, batch by batch, so that its close does not
+serialize the whole stream's events at once.
 
 Until `finish()` the capture's outcome is "live": a viewer can watch it, and
 a process that dies leaves it for `recover_live`.
@@ -102,7 +104,13 @@ class CaptureWriter:
         self._pending_ms: list[float | None] = []  # the arrival time of each pending frame
         self._keep_bytes = keep_bytes
         self._chunks: list[bytes] = []
-        self._spills = {STRICT: EventSpill()} if spill else None
+        # The events' JSON text, written down as the frames come (`EventSpill`):
+        # an upload drains them (memory holds one batch of events); a live
+        # recording follows them (its viewers' cards read them as they grow),
+        # so that its close writes the text of the last batch's events, not
+        # of the stream's.
+        self._spills = {STRICT: EventSpill()} if spill or insert == LIVE else None
+        self._drain = spill
         self._events_filed = 0  # strict events already filed by frame (`_frames_did`)
         self._did_seen: dict[str, Any] = {}  # what `did_by_frame` compares with
         self.last_did: FrameDid = {}  # what the frames of the last flush did (live rows)
@@ -181,7 +189,7 @@ class CaptureWriter:
         else each when it was fed); them."""
         frames = self.take(arrived_ms)
         self.store(frames)
-        if self._spills is not None:
+        if self._drain:
             for policy, assembler in self.stream.assemblers.items():
                 self._spills[policy].add(assembler.events.drain())
             self.stream.compact()
@@ -199,6 +207,8 @@ class CaptureWriter:
         for number in [number for number in self.last_did if number < stored]:
             self._late_did.setdefault(number, []).extend(self.last_did.pop(number))
         self.last_calls = self._touched(frames)
+        if self._spills is not None and not self._drain:
+            self._spills[STRICT].follow(self.strict.events)
         self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
         if frames:
             if not self.model:

@@ -59,6 +59,18 @@ def test_drain_stops_at_an_event_naming_a_call_without_its_number():
     assert log.drain() == [] and len(log) == 2 + held
 
 
+def test_numbered_events_are_what_drain_hands_out_but_kept():
+    stream = StreamAssembler("sse", (STRICT,))
+    stream.feed(STREAM[: STREAM.index(b"c1") - 60])  # the id-less call has not started
+    log = stream.assemblers[STRICT].events
+    kept = log.numbered(0)
+    assert [event["type"] for event in kept] == ["text_delta", "text_delta"]
+    assert log.numbered(1) == kept[1:] and log.drained == 0 and log[0].type == "text_delta"
+    assert log.drain() == kept and log.numbered(2) == []
+    with pytest.raises(IndexError):
+        log.numbered(1)
+
+
 def test_drained_events_are_not_read_again():
     stream = StreamAssembler("sse", (STRICT,))
     stream.feed(STREAM)

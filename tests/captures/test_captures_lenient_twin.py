@@ -19,6 +19,7 @@ from inspector.live.session import LiveCapture
 pytestmark = pytest.mark.django_db
 
 HERE = Path(__file__).resolve().parent
+DEMO = HERE.parents[1] / "inspector/captures/demo"
 STREAMS = {
     # strict refuses AMBIGUOUS_CONTINUATION: lenient guesses and goes on
     "ambiguous": (HERE.parents[1] / "inspector/captures/demo/ambiguous_continuation.sse"),
@@ -66,20 +67,53 @@ def test_the_stored_lenient_assembly_is_lenient_s_own(settings, name, batch):
     assert capture.lenient_outcome == lenient[1]
 
 
-@pytest.mark.parametrize("name", list(STREAMS))
+LIVE_STREAMS = {**STREAMS, "thinking": DEMO / "messages_parallel_calls_ok.sse"}
+
+
+@pytest.mark.parametrize("name", list(LIVE_STREAMS))
 def test_a_live_capture_stores_lenient_s_own_assembly_too(name):
-    """A live recording keeps its events in memory (no spill): the twin's
-    text is strict's under lenient's name, the parted stream read again."""
-    data = STREAMS[name].read_bytes()
+    """A live recording keeps its events in memory and writes their text
+    down batch by batch (`EventSpill.follow`): what it stores, for each
+    policy, is what an upload of the same bytes stores, the calls'
+    timelines and the text lane included."""
+    data = LIVE_STREAMS[name].read_bytes()
     live = LiveCapture.open(stream_format="sse")
     for start in range(0, len(data), 37):  # reads cut anywhere
         live.append_reads([(data[start : start + 37], time.monotonic())])
     live.close()
     capture = Capture.objects.get(pk=live.capture.pk)
+    (uploaded,) = store_upload(data, name=f"{name}.sse")
     for policy in (STRICT, LENIENT):
         document, outcome, _, calls = stored_assembly(capture, policy)
         assert document == assemble(data, fmt="sse", policy=policy).to_dict()
         assert outcome == document["outcome"] and len(calls) == len(document["calls"])
+        assert calls == stored_assembly(uploaded, policy)[3]
+    prose = [c.assemblies.get(policy=STRICT).timeline["prose"] for c in (capture, uploaded)]
+    assert prose[0] == prose[1]
+
+
+def test_a_live_capture_writes_down_events_held_for_a_call_not_started_yet():
+    """Events naming an id-less call are held until the call gets its
+    number (`EventLog.numbered`); written down later, they keep their place."""
+    chat = [
+        {"content": "a"},
+        {"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "{"}}]},
+        {"content": "b"},
+        {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]},
+    ]
+    frames = [{"choices": [{"index": 0, "delta": delta}]} for delta in chat]
+    data = b"".join(b"data: " + orjson.dumps(f) + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+    live = LiveCapture.open(stream_format="sse")
+    for line in data.splitlines(keepends=True):
+        live.append_reads([(line, time.monotonic())])
+    log = live.writer.strict.events
+    assert any(type(item) is not tuple and item.type == "identity_ignored" for item in log.items)
+    live.close()
+    document = orjson.loads(
+        Capture.objects.get(pk=live.capture.pk).assemblies.get(policy=STRICT).result_json
+    )
+    assert document == assemble(data, fmt="sse").to_dict()
 
 
 @pytest.mark.parametrize("name", ["conflict", "ok"])
