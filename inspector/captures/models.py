@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from inspector.assembly import LENIENT, STRICT
+from inspector.assembly.jsontext import dumps
 
 from .dialects import DIALECT_LABELS
 from .records import CaptureSummary, RefusalRecord
@@ -30,6 +31,21 @@ class JsonText(models.TextField):
         if isinstance(value, (bytes, memoryview)):
             return bytes(value).decode("utf-8")
         return value
+
+
+def document_head(policy: str) -> str:
+    """How a result document's text begins: `Result.to_dict` makes the
+    policy its first key (`{"policy":"strict"`)."""
+    return dumps({"policy": policy})[:-1].decode()
+
+
+def twin_document(strict: str, policy: str) -> str:
+    """The strict result document's text under `policy`'s name: what a twin
+    (strict's very result, `assembly.lenient_twin`) would store."""
+    head = document_head(STRICT)
+    if not strict.startswith(head):
+        raise ValueError("a strict result's text begins with its policy")
+    return document_head(policy) + strict[len(head) :]
 
 
 def capture_path(slug: str) -> str:
@@ -277,9 +293,11 @@ class Assembly(models.Model):
     # null for the lenient one and for captures stored before timelines.
     timeline = models.JSONField(null=True, blank=True)
     # The result document exactly as `manage.py assemble` prints it (text, so
-    # key order survives PostgreSQL's jsonb).  The table's last column: see
-    # `raw_last` in tests and `blob_io.py`.
-    result_json = JsonText()
+    # key order survives PostgreSQL's jsonb); NULL for a lenient twin, whose
+    # document is strict's under its own policy's name (`twin_rows.copy_twin`):
+    # read either with `document()`.  The table's last column: see `raw_last`
+    # in tests and `blob_io.py`.
+    result_json = JsonText(null=True)
 
     class Meta:
         constraints = [
@@ -288,6 +306,14 @@ class Assembly(models.Model):
 
     def __str__(self) -> str:
         return f"{self.capture_id} {self.policy}: {self.outcome}"
+
+    def document(self) -> str:
+        """The result document's text: the row's own, or a twin's (none of
+        its own): the strict assembly's under this one's policy."""
+        if self.result_json is not None:
+            return self.result_json
+        strict = Assembly.objects.filter(capture_id=self.capture_id, policy=STRICT)
+        return twin_document(strict.values_list("result_json", flat=True).get(), self.policy)
 
     # The columns `refusal_record` reads.
     REFUSAL_FIELDS = (

@@ -377,13 +377,12 @@ def _store_results(
     """Each policy's assembly; the strict one's fragments as `fragments`
     says they stand (see `close_capture`).  A policy whose result is
     strict's twin (sharing its events) is copied from strict's rows in the
-    database (`twin_rows.copy_twin`)."""
+    database, with no document of its own (`twin_rows.copy_twin`)."""
     stored: models.Assembly | None = None  # strict's
     for policy, result in results.items():
         spill = spills.get(policy) if spills else None
         if stored is not None and result.events is results[STRICT].events:
-            # A spilled document: the twin's own, written from the spill as strict's was.
-            copy_twin(stored, policy, None if spill is None else _documented(result, spill)[1])
+            copy_twin(stored, policy)
             continue
         assembly = _store_assembly(
             capture,

@@ -1,66 +1,55 @@
 """A lenient assembly that is strict's twin (`inspector.assembly.lenient_twin`:
 strict's very result under lenient's name, which is most captures) written
 by the database from strict's stored rows: its assembly row and its calls
-copied with INSERT ... SELECT, the result document renamed in SQL.
+copied with INSERT ... SELECT.
+
+The twin keeps no result document of its own (`result_json` NULL): its
+document is strict's under its name, which `Assembly.document()` reads.
+Writing a renamed copy took 8-13 ms of a 25,000-frame live capture's close
+(2.3 MB, compressed again on PostgreSQL) and doubled the documents' storage.
 
 The copied calls are marked `twin_copy`: the search's trigram indexes leave
 them out (strict's rows put the capture in the results already), which
 spared 23 of the 24 ms of copying a 25,000-frame capture's calls.
 
-Nothing of it passes through Python again (but a spilled document, written
-from its file as strict's was): no second document in memory, no second set
-of Call objects, and on PostgreSQL no second parse of the calls' arguments
-into jsonb (the close of a 25,000-frame live capture spent about 45 ms on
-PostgreSQL writing the twin's rows the first way).
+Nothing of it passes through Python again: no second document in memory,
+no second set of Call objects, and on PostgreSQL no second parse of the
+calls' arguments into jsonb (the close of a 25,000-frame live capture spent
+about 45 ms on PostgreSQL writing the twin's rows the first way).
 """
 
 from __future__ import annotations
 
-from typing import IO
-
 from django.db import connection
 
-from inspector.assembly import STRICT
-from inspector.assembly.jsontext import dumps
-
 from . import models
-from .blob_io import write_json_text
+from .models import document_head
 
 # Columns the copy sets itself, not taken from strict's row.
 _ASSEMBLY_OWN = {"id", "policy", "timeline", "result_json"}
 _CALL_OWN = {"id", "assembly", "twin_copy"}
 
 
-def copy_twin(
-    strict: models.Assembly, policy: str, result_file: IO[bytes] | None = None
-) -> models.Assembly:
+def copy_twin(strict: models.Assembly, policy: str) -> models.Assembly:
     """Store `policy`'s assembly as a copy of the stored `strict` one: the same
-    columns but its name, no timeline (only strict's is drawn), and the
-    result document under its name: renamed in SQL (`Result.to_dict` makes
-    the policy its first key), or, when strict's was spilled (a large
-    upload's), written from `result_file` a block at a time as strict's
-    was, so that no process builds the whole text in memory.  Returns the
-    new row (its id only)."""
+    columns but its name, no timeline (only strict's is drawn) and no result
+    document (strict's is read under its name: `Assembly.document()`, which
+    needs strict's text to begin with its policy: checked here).  Returns
+    the new row (its id only)."""
     quote = connection.ops.quote_name
     copied = _columns(models.Assembly, _ASSEMBLY_OWN)
-    strict_head = dumps({"policy": STRICT})[:-1].decode()  # '{"policy":"strict"'
-    head = dumps({"policy": policy})[:-1].decode()
+    strict_head = document_head(strict.policy)
     table, result_json = quote(models.Assembly._meta.db_table), quote("result_json")
-    renamed = f"%s || {_as_text(f'SUBSTR({result_json}, %s)')}" if result_file is None else "''"
     sql = (
         f"INSERT INTO {table} ({copied}, {quote('policy')}, {quote('timeline')}, {result_json}) "
-        f"SELECT {copied}, %s, NULL, {renamed} FROM {table} "
+        f"SELECT {copied}, %s, NULL, NULL FROM {table} "
         f"WHERE {quote('id')} = %s AND {_as_text(f'SUBSTR({result_json}, 1, %s)')} = %s"
     )
-    rename = [head, len(strict_head) + 1] if result_file is None else []
     with connection.cursor() as cursor:
-        cursor.execute(sql, [policy, *rename, strict.pk, len(strict_head), strict_head])
+        cursor.execute(sql, [policy, strict.pk, len(strict_head), strict_head])
         if cursor.rowcount != 1:
             raise ValueError("a strict result's text begins with its policy")
     twin = models.Assembly.objects.only("id").get(capture_id=strict.capture_id, policy=policy)
-    if result_file is not None:
-        with result_file:
-            write_json_text(twin, result_file)
     _copy_calls(strict, twin)
     return twin
 

@@ -539,6 +539,17 @@ def test_lenient_result_by_path_or_query(client, capsysbinary, tmp_path):
     assert "loose" in response.json()["error"]
 
 
+def test_a_twin_s_result_is_strict_s_under_its_name(client, capsysbinary, tmp_path):
+    """A lenient twin stores no document (`twin_rows.copy_twin`): the API
+    answers strict's under lenient's name, what the command prints."""
+    slug = post_raw(client, OK_SSE).json()["slug"]
+    twin = models.Assembly.objects.get(capture__slug=slug, policy="lenient")
+    assert twin.result_json is None
+    printed = command_output(capsysbinary, tmp_path, OK_SSE, "ok.sse", "--policy", "lenient")
+    got = detail(client, slug, "/lenient")
+    assert result_bytes(got) == printed and got.json()["result"]["policy"] == "lenient"
+
+
 def test_detail_reads_two_queries_and_never_the_raw_bytes(client, django_assert_num_queries):
     slug = post_raw(client, OK_SSE).json()["slug"]
     with django_assert_num_queries(2) as context:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from migrations_helper import migrate_to, migrate_to_latest
 
 from inspector.assembly import LENIENT, STRICT, assemble
 from inspector.captures.intake import store_upload
@@ -37,7 +38,7 @@ CALL_FIELDS = ("position", "call_id", "name", "arguments_text", "fragment_count"
 def stored_assembly(capture: Capture, policy: str) -> tuple:
     assembly = capture.assemblies.get(policy=policy)
     calls = list(assembly.calls.order_by("position").values_list(*CALL_FIELDS))
-    return orjson.loads(assembly.result_json), assembly.outcome, assembly.refusal_code, calls
+    return orjson.loads(assembly.document()), assembly.outcome, assembly.refusal_code, calls
 
 
 @pytest.mark.parametrize("name", list(STREAMS))
@@ -127,7 +128,8 @@ def test_a_twin_is_strict_s_rows_under_lenient_s_name(name):
     columns = [f.attname for f in Assembly._meta.concrete_fields if f.name not in own]
     assert [getattr(lenient, c) for c in columns] == [getattr(strict, c) for c in columns]
     assert strict.timeline is not None and lenient.timeline is None
-    assert lenient.result_json.replace('"policy":"lenient"', '"policy":"strict"', 1) == (
+    assert lenient.result_json is None  # no document of its own: strict's, under its name
+    assert lenient.document().replace('"policy":"lenient"', '"policy":"strict"', 1) == (
         strict.result_json
     )
     fields = Call._meta.concrete_fields
@@ -139,3 +141,22 @@ def test_a_twin_is_strict_s_rows_under_lenient_s_name(name):
     # Marked as copies (the search's indexes leave them out), strict's not.
     assert set(lenient.calls.values_list("twin_copy", flat=True)) == {True}
     assert set(strict.calls.values_list("twin_copy", flat=True)) == {False}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_before_0021_a_twin_gets_its_document_written_back():
+    """Migration 0021 back: the twin's document (NULL) is written out as
+    strict's renamed copy before the column is NOT NULL again."""
+    (capture,) = store_upload(STREAMS["ok"].read_bytes(), name="ok.sse")
+    expected = capture.assemblies.get(policy=LENIENT).document()
+    assert orjson.loads(expected)["policy"] == LENIENT
+    try:
+        apps = migrate_to(("captures", "0020_call_twin_copy"))
+        old = apps.get_model("captures", "Assembly").objects.get(
+            capture_id=capture.pk, policy=LENIENT
+        )
+        assert old.result_json == expected
+    finally:
+        migrate_to_latest()
+    twin = Assembly.objects.get(capture=capture, policy=LENIENT)
+    assert twin.result_json == expected and twin.document() == expected  # its copy kept

@@ -16,6 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from page_helpers import demo, html
 
+from inspector.assembly import assemble
+from inspector.assembly.jsontext import dumps
 from inspector.captures import models
 from inspector.captures.intake import store_upload
 from inspector.captures.pages import capture_list as capture_list_page
@@ -496,6 +498,15 @@ def test_downloads_give_the_stream_as_received_and_the_result_json(client):
         == 404
     )
     assert client.get(reverse("capture-raw", args=["nope"])).status_code == 404
+
+
+def test_a_twin_s_result_download_is_strict_s_under_its_name(client):
+    data = (DEMO / "invalid_arguments.sse").read_bytes()
+    (capture,) = store_upload(data, name="twin.sse")
+    assert capture.assemblies.get(policy="lenient").result_json is None  # a twin
+    got = client.get(reverse("capture-result", args=[capture.slug]), {"policy": "lenient"})
+    assert got.status_code == 200
+    assert got.content == dumps(assemble(data, fmt="sse", policy="lenient").to_dict())
 
 
 def test_unknown_capture_is_404(client):

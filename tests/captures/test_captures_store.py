@@ -101,7 +101,7 @@ def test_each_assembly_keeps_the_result_the_command_prints():
     assert set(rows) == {"strict", "lenient"}
     for policy, row in rows.items():
         expected = dumps(assemble(MIXED, fmt="sse", policy=policy).to_dict()).decode()
-        assert row.result_json == expected
+        assert row.document() == expected
         assert row.outcome == "ok"
         assert row.finish_reason == "tool_calls"
         assert row.usage == USAGE

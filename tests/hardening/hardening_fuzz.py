@@ -442,7 +442,7 @@ def check(client, upload: Upload, *, pages: bool = False) -> int:
         assert sorted(a.policy for a in rows) == ["lenient", "strict"], where
         for assembly in rows:
             counted = assembly.calls.count()
-            assert counted == len(_document(assembly.result_json)["calls"]), where
+            assert counted == len(_document(assembly.document())["calls"]), where
             calls += counted
         frames += stored_frames
         assemblies += len(rows)

@@ -33,10 +33,12 @@ def download_result(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("no such policy")
     capture = _download_capture(slug)
     try:
-        assembly = Assembly.objects.only("result_json").get(capture=capture, policy=policy)
+        assembly = Assembly.objects.only("capture_id", "policy", "result_json").get(
+            capture=capture, policy=policy
+        )
     except Assembly.DoesNotExist:
         raise Http404("no result for this policy") from None
-    response = HttpResponse(assembly.result_json, content_type="application/json")
+    response = HttpResponse(assembly.document(), content_type="application/json")
     name = f"{capture.slug}.{policy}.json"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
