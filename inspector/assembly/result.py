@@ -444,8 +444,9 @@ class EventLog(Sequence[Event]):
         live recording writes them down as they come and still reads them."""
         if start < self.drained:
             raise IndexError("events before the last drain() were handed out")
-        out = []
-        for item in self.items[start - self.drained :]:
+        items, out = self.items, []
+        for index in range(start - self.drained, len(items)):  # no copy of what is held
+            item = items[index]
             if type(item) is not tuple and not _numbered(item):
                 break
             out.append(_event_dict(item))

@@ -1,9 +1,11 @@
-"""An assembly's events written down while an upload is stored, so that
-they are never all held in memory at once: their JSON text goes to a
-temporary file (in memory while small), and what the calls' timelines and
-the timeline picture's text lane take from them is noted as they pass.  At
-the end `result_file` writes the stored result text, exactly as `dumps(result.to_dict())`
-writes it, to a file.
+"""An assembly's events written down as a capture is stored: an upload's, so
+that they are never all held in memory at once (`add` what `drain` hands
+out), a live recording's so that its close does not serialize them all at
+once (`follow`: they stay in the log for its viewers).  Their JSON text goes
+to a temporary file (in memory while small), and what the calls' timelines
+and the timeline picture's text lane take from them is noted as they pass.
+At the end `result_file` writes the stored result text, exactly as
+`dumps(result.to_dict())` writes it, to a file.
 """
 
 from __future__ import annotations
