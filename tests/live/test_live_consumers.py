@@ -54,7 +54,8 @@ async def recording() -> SocketRecording:
 
 
 async def fed(recording: SocketRecording, piece: bytes) -> None:
-    """Feed a piece and wait until it is stored and published."""
+    """Feed a piece and wait until the recorder assembled it; it may not be
+    stored or published yet (see `no_frames_for`)."""
     recording.feed(piece, time.monotonic())
     while recording.live.strict.frames == 0 or recording._queue.qsize():
         await asyncio.sleep(0.005)
