@@ -165,12 +165,7 @@ def capture_detail(request: HttpRequest, slug: str, policy: str | None = None) -
     capture = models.Capture.objects.only(*models.Capture.SUMMARY_FIELDS).filter(slug=slug).first()
     if capture is None:
         return json_error(f"no capture {slug!r}", 404)
-    assembly = (
-        models.Assembly.objects.filter(capture=capture, policy=policy)
-        .only("capture_id", "policy", "result_json")
-        .first()
-    )
-    result = assembly.document() if assembly is not None else None
+    result = models.Assembly.document_of(capture.pk, policy)
     head = dumps({**capture.summary(), "policy": policy})
     # Splice the stored text in as it is: the same bytes `assemble` prints.
     # A capture still being recorded has no assembly yet: null.

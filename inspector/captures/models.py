@@ -307,6 +307,17 @@ class Assembly(models.Model):
     def __str__(self) -> str:
         return f"{self.capture_id} {self.policy}: {self.outcome}"
 
+    @classmethod
+    def document_of(cls, capture_id: int, policy: str) -> str | None:
+        """The result document of the capture's `policy` assembly (`document`);
+        None when it has none (a capture still live)."""
+        assembly = (
+            cls.objects.filter(capture_id=capture_id, policy=policy)
+            .only("capture_id", "policy", "result_json")
+            .first()
+        )
+        return assembly.document() if assembly is not None else None
+
     def document(self) -> str:
         """The result document's text: the row's own, or a twin's (none of
         its own): the strict assembly's under this one's policy."""

@@ -380,10 +380,10 @@ def _store_results(
     database, with no document of its own (`twin_rows.copy_twin`)."""
     stored: models.Assembly | None = None  # strict's
     for policy, result in results.items():
-        spill = spills.get(policy) if spills else None
         if stored is not None and result.events is results[STRICT].events:
             copy_twin(stored, policy)
             continue
+        spill = spills.get(policy) if spills else None
         assembly = _store_assembly(
             capture,
             policy,

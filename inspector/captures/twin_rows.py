@@ -23,7 +23,6 @@ from __future__ import annotations
 from django.db import connection
 
 from . import models
-from .models import document_head
 
 # Columns the copy sets itself, not taken from strict's row.
 _ASSEMBLY_OWN = {"id", "policy", "timeline", "result_json"}
@@ -33,22 +32,18 @@ _CALL_OWN = {"id", "assembly", "twin_copy"}
 def copy_twin(strict: models.Assembly, policy: str) -> models.Assembly:
     """Store `policy`'s assembly as a copy of the stored `strict` one: the same
     columns but its name, no timeline (only strict's is drawn) and no result
-    document (strict's is read under its name: `Assembly.document()`, which
-    needs strict's text to begin with its policy: checked here).  Returns
-    the new row (its id only)."""
+    document (strict's is read under its name: `Assembly.document()`).
+    Returns the new row (its id only)."""
     quote = connection.ops.quote_name
     copied = _columns(models.Assembly, _ASSEMBLY_OWN)
-    strict_head = document_head(strict.policy)
-    table, result_json = quote(models.Assembly._meta.db_table), quote("result_json")
+    table = quote(models.Assembly._meta.db_table)
     sql = (
-        f"INSERT INTO {table} ({copied}, {quote('policy')}, {quote('timeline')}, {result_json}) "
-        f"SELECT {copied}, %s, NULL, NULL FROM {table} "
-        f"WHERE {quote('id')} = %s AND {_as_text(f'SUBSTR({result_json}, 1, %s)')} = %s"
+        f"INSERT INTO {table} ({copied}, {quote('policy')}, {quote('timeline')}, "
+        f"{quote('result_json')}) SELECT {copied}, %s, NULL, NULL FROM {table} "
+        f"WHERE {quote('id')} = %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [policy, strict.pk, len(strict_head), strict_head])
-        if cursor.rowcount != 1:
-            raise ValueError("a strict result's text begins with its policy")
+        cursor.execute(sql, [policy, strict.pk])
     twin = models.Assembly.objects.only("id").get(capture_id=strict.capture_id, policy=policy)
     _copy_calls(strict, twin)
     return twin
@@ -65,12 +60,6 @@ def _copy_calls(strict: models.Assembly, twin: models.Assembly) -> None:
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [twin.pk, True, strict.pk])
-
-
-def _as_text(expression: str) -> str:
-    """`expression` as text: on SQLite a large result document is stored as a
-    BLOB (`blob_io.py`), which compares unequal to any text."""
-    return f"CAST({expression} AS TEXT)"
 
 
 def _columns(model: type, own: set[str]) -> str:

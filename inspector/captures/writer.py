@@ -189,10 +189,6 @@ class CaptureWriter:
         else each when it was fed); them."""
         frames = self.take(arrived_ms)
         self.store(frames)
-        if self._drain:
-            for policy, assembler in self.stream.assemblers.items():
-                self._spills[policy].add(assembler.events.drain())
-            self.stream.compact()
         return frames
 
     def take(self, arrived_ms: float | None = None) -> list[Frame]:
@@ -207,8 +203,7 @@ class CaptureWriter:
         for number in [number for number in self.last_did if number < stored]:
             self._late_did.setdefault(number, []).extend(self.last_did.pop(number))
         self.last_calls = self._touched(frames)
-        if self._spills is not None and not self._drain:
-            self._spills[STRICT].follow(self.strict.events)
+        self._write_events_down()
         self.last_arrived_ms = times if arrived_ms is None else [arrived_ms] * len(frames)
         if frames:
             if not self.model:
@@ -216,6 +211,19 @@ class CaptureWriter:
             if self.basis == ASSUMED:
                 self.basis = dialect_basis(frames, *self._dialect_request)
         return frames
+
+    def _write_events_down(self) -> None:
+        """The events of the frames taken, written to the spill (see
+        `_spills`): an upload's drained from the assembler, its small texts
+        joined (`StreamAssembler.compact`); a live recording's kept."""
+        if self._spills is None:
+            return
+        if not self._drain:
+            self._spills[STRICT].follow(self.strict.events)
+            return
+        for policy, assembler in self.stream.assemblers.items():
+            self._spills[policy].add(assembler.events.drain())
+        self.stream.compact()
 
     def store(self, frames: list[Frame]) -> None:
         """Write the frames the last `take` gave (and the dialect they tell);

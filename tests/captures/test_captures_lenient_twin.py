@@ -14,7 +14,7 @@ from migrations_helper import migrate_to, migrate_to_latest
 
 from inspector.assembly import LENIENT, STRICT, assemble
 from inspector.captures.intake import store_upload
-from inspector.captures.models import Assembly, Call, Capture
+from inspector.captures.models import Assembly, Call, Capture, twin_document
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db
@@ -160,3 +160,13 @@ def test_before_0021_a_twin_gets_its_document_written_back():
         migrate_to_latest()
     twin = Assembly.objects.get(capture=capture, policy=LENIENT)
     assert twin.result_json == expected and twin.document() == expected  # its copy kept
+
+
+def test_a_twin_document_is_strict_s_text_under_its_name_or_an_error():
+    """`twin_document` renames the document's first key, and refuses a text
+    that does not begin with strict's policy (it would misname the twin)."""
+    strict = assemble(STREAMS["ok"].read_bytes(), fmt="sse").to_dict()
+    text = orjson.dumps(strict).decode()
+    assert orjson.loads(twin_document(text, LENIENT)) == {**strict, "policy": LENIENT}
+    with pytest.raises(ValueError, match="begins with its policy"):
+        twin_document(text.replace('"policy":"strict"', '"policy":"lenient"', 1), LENIENT)

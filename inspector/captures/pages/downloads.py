@@ -32,13 +32,10 @@ def download_result(request: HttpRequest, slug: str) -> HttpResponse:
     if policy not in POLICIES:
         raise Http404("no such policy")
     capture = _download_capture(slug)
-    try:
-        assembly = Assembly.objects.only("capture_id", "policy", "result_json").get(
-            capture=capture, policy=policy
-        )
-    except Assembly.DoesNotExist:
-        raise Http404("no result for this policy") from None
-    response = HttpResponse(assembly.document(), content_type="application/json")
+    document = Assembly.document_of(capture.pk, policy)
+    if document is None:
+        raise Http404("no result for this policy")
+    response = HttpResponse(document, content_type="application/json")
     name = f"{capture.slug}.{policy}.json"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
