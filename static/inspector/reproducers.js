@@ -106,10 +106,13 @@
     );
   }
 
-  // The matrix sits above the frames: a permalink's frame, in view before the
-  // matrix grew, is brought back into view after it.
+  // The matrix sits above the frames: what a permalink points at, in view before the
+  // matrix grew, is brought back into view after it. That is the element its #fragment
+  // names (a call's fragment row, say) when there is one, else the frame's row: bringing
+  // the frame's row back would scroll a fragment above the matrix out of view.
   function keepFocusInView(change) {
-    var focus = document.querySelector("#frames-body tr[data-focus]");
+    var focus = document.querySelector(":target") ||
+      document.querySelector("#frames-body tr[data-focus]");
     var inView = function () {
       var box = focus.getBoundingClientRect();
       return box.bottom > 0 && box.top < window.innerHeight;

@@ -54,5 +54,9 @@ def test_a_dialect_demo_its_frame_and_fragment_permalinks(
     focused = page.locator(f"#frag-{call.position}-{fragment.seq}")
     expect(focused).to_have_class(re.compile(r"\bis-focus\b"))
     expect(focused).to_be_in_viewport()
+    # The lens matrix, loaded into place, moves the frames down; the fragment the
+    # address names stays in view (not the frame's row).
+    expect(page.locator("#lenses")).to_have_attribute("data-state", "loaded", timeout=120_000)
+    expect(focused).to_be_in_viewport()
     page.screenshot(path=f"{output_path}/{dialect}_fragment.png")
     assert Capture.objects.filter(dialect=dialect).count() == 1
