@@ -12,6 +12,7 @@ are this process's `time.perf_counter()`.
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/live_viewer.py --viewer-process
 
     .venv/bin/python bench/live_viewer.py --captures 20 --rate 500   # 20 at once
+    .venv/bin/python bench/live_viewer.py --warm-up 2000   # a server that has recorded before
 
 Prints the rate asked and achieved, p50/p95/p99/max latency, frames lost and
 seen twice, and how long after the last frame was sent the viewer had it;
@@ -272,6 +273,7 @@ def summary(results: list[dict], args: argparse.Namespace) -> dict:
         "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
         "viewer_process": "second daphne" if args.viewer_process else "same daphne",
         "processes": max(1, args.processes),
+        "warm_up_frames": args.warm_up,
     }
 
 
@@ -291,7 +293,8 @@ def report(figures: dict, args: argparse.Namespace) -> bool:
     )
     how = f"{args.batch_ms:g} ms reads per message" if args.batch_ms else "one frame per message"
     where = f"{figures['processes']} daphne processes" if figures["processes"] > 1 else ""
-    print(f"  {how}, {where or figures['viewer_process']}, {figures['database']}")
+    warm = f", after a capture of {args.warm_up} frames" if args.warm_up else ""
+    print(f"  {how}, {where or figures['viewer_process']}, {figures['database']}{warm}")
     print(
         f"  viewer messages {figures['viewer_messages']}  outcome {figures['outcome']}  "
         f"viewer had the last frame {figures['done_after_last_frame_ms']} ms after it was sent; "
@@ -342,6 +345,14 @@ def main() -> None:
         help="daphne processes, the captures spread over them (each capture's ingest and"
         " viewer on one process, so any channel layer does); CPU is summed over them",
     )
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="first record one capture of this many frames on each process, not measured:"
+        " a server that has recorded before (default 0: the process's first capture)",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench-results" / "live_viewer.json"))
     parser.add_argument("--log", default="", help="keep daphne's log in this file")
     args = parser.parse_args()
@@ -371,6 +382,10 @@ def main() -> None:
             if args.viewer_process:
                 viewer_base, _ = stack.enter_context(daphne({**env, "BENCH_PROCESS": "B"}, log))
                 viewer_bases = [viewer_base]
+            for i, base in enumerate(ingest_bases if args.warm_up else ()):
+                viewer = viewer_bases[i % len(viewer_bases)]
+                warm = frames(args.warm_up)
+                asyncio.run(run([base], [viewer], warm, args.rate, args.limit, 0))
             # The client's own cyclic GC would stamp frames late (it holds every
             # message it got: full collections of 37-55 ms mid-run, measured with
             # `gc.callbacks`): off while it measures, as `timeit` does.
