@@ -32,7 +32,7 @@ from inspector.captures.pages.live_cards import (
 )
 from inspector.captures.store import open_capture
 from inspector.captures.writer import LIVE, CaptureWriter
-from inspector.captures.writes import writing
+from inspector.captures.writes import commit_without_waiting_for_disk, writing
 
 from .broadcast import (
     FinishedMessage,
@@ -140,6 +140,7 @@ class LiveCapture:
         message = self._message(frames, self.elapsed_ms(), cards=False)
         try:
             with writing(), transaction.atomic():
+                commit_without_waiting_for_disk()  # the close's commit waits
                 writer.store(frames)
         except BaseException:
             writer.lost_writes()  # which fragment rows the batch kept is unknown

@@ -1,0 +1,102 @@
+"""Which commits wait for the disk.  On PostgreSQL the intermediate steps of a
+long write (an upload's batches, a live recording's batches) commit without
+waiting for the log to be flushed (`writes.commit_without_waiting_for_disk`);
+the write's last transaction, which makes every step before it durable,
+waits as any other does.  SQLite is left as settings.py sets it."""
+
+import orjson
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from inspector.captures import intake, models, store
+from inspector.captures.intake import store_upload
+from inspector.captures.writes import commit_without_waiting_for_disk
+from inspector.live.session import LiveCapture
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+postgresql_only = pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="PostgreSQL's synchronous_commit"
+)
+
+
+def chunk(delta, finish=None):
+    body = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+    body["choices"][0]["finish_reason"] = finish
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+PIECES = [chunk({"role": "assistant"})] + [chunk({"content": f"w{n} "}) for n in range(10)]
+STREAM = b"".join([*PIECES, chunk({}, finish="stop"), b"data: [DONE]\n\n"])
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """`synchronous_commit` where each batch of frames is inserted ("frames"),
+    and in the close's last transaction, where the raw bytes are written
+    ("close")."""
+    seen = []
+    insert_rows, write_raw = store.insert_rows, store.write_raw
+
+    def frames_inserted(model, *args, **kwargs):
+        if model is models.Frame:
+            seen.append(("frames", connection.in_atomic_block, synchronous_commit()))
+        return insert_rows(model, *args, **kwargs)
+
+    def raw_written(*args, **kwargs):
+        seen.append(("close", connection.in_atomic_block, synchronous_commit()))
+        return write_raw(*args, **kwargs)
+
+    monkeypatch.setattr(store, "insert_rows", frames_inserted)
+    monkeypatch.setattr(store, "write_raw", raw_written)
+    return seen
+
+
+@postgresql_only
+def test_an_uploads_steps_do_not_wait_for_the_disk_and_its_last_commit_does(
+    seen, settings, monkeypatch
+):
+    settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 4
+    monkeypatch.setattr(intake, "FEED_SLICE", len(PIECES[1]))  # about a frame at a time
+    (capture,) = store_upload(STREAM, name="s.sse")
+    assert capture.frame_count == 13
+    # three steps of four frames, each its own transaction; the last frame, stored by
+    # the finish (autocommit); the close's transaction
+    assert seen == [
+        *[("frames", True, "off")] * 3,
+        ("frames", False, "on"),
+        ("close", True, "on"),
+    ]
+
+
+@postgresql_only
+def test_a_live_recordings_batches_do_not_wait_for_the_disk_and_its_close_does(seen):
+    live = LiveCapture.open(stream_format="sse")
+    for piece in PIECES[:4]:
+        live.append_reads([(piece, 1.0)])
+    live.append_reads([(b"data: [DONE]", 2.0)])  # unterminated: the close stores it
+    live.close()
+    assert seen == [*[("frames", True, "off")] * 4, ("frames", False, "on"), ("close", True, "on")]
+
+
+@postgresql_only
+def test_it_holds_for_its_transaction_only():
+    with transaction.atomic():
+        commit_without_waiting_for_disk()
+        assert synchronous_commit() == "off"
+    assert synchronous_commit() == "on"
+
+
+def test_on_sqlite_it_does_nothing():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's own settings")
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        commit_without_waiting_for_disk()
+    assert queries.captured_queries == []
