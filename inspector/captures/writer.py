@@ -31,6 +31,8 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
+
 from inspector.assembly import (
     AUTO_DIALECT,
     LENIENT,
@@ -49,6 +51,7 @@ from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
 from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
+from .writes import commit_without_waiting_for_disk, writing
 
 # How a writer's frames are written (`store.append_frames`): as a bulk write
 # (an upload) or as a live recording's batches.
@@ -336,7 +339,11 @@ class CaptureWriter:
         closing = self.stream.close()
         self.pending.extend(closing)
         self._pending_ms.extend([arrived_ms] * len(closing))
-        last = self.flush(arrived_ms)
+        # The last frames in one transaction, as every batch before them (not a commit
+        # a row, SQLite's autocommit); close_capture's last commit makes them durable.
+        with writing(), transaction.atomic():
+            commit_without_waiting_for_disk()
+            last = self.flush(arrived_ms)
         raw = b"".join(self._chunks) if data is None else data
         meta.setdefault("dialect_basis", self.basis)
         try:
