@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import orjson
+from server import cpu_seconds
 from server import daphne as daphne_server
 from websockets.asyncio.client import connect
 
@@ -83,15 +84,6 @@ def daphne(env: dict[str, str], log_path: Path):
     """(websocket base URL, process) of a daphne serving the inspector with `env`."""
     with daphne_server(env, log_path) as (url, process):
         yield url.replace("http://", "ws://"), process
-
-
-def cpu_seconds(process: subprocess.Popen) -> float:
-    """The process's CPU time so far (user + system; Linux's /proc), or NaN."""
-    try:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- the run ------------------------------------------------------------------------------

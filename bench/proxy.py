@@ -62,8 +62,8 @@ RESULTS = ROOT / "bench-results" / "proxy.json"
 VIEWER_P99_MS = 20.0  # issue 13's live target
 sys.path.insert(0, str(ROOT))
 
+from server import cpu_seconds, scratch_site  # noqa: E402
 from server import daphne as daphne_server  # noqa: E402
-from server import scratch_site  # noqa: E402
 
 from inspector.live.fake_upstream import FakeUpstream  # noqa: E402
 
@@ -257,7 +257,7 @@ def main() -> int:
     report: dict[str, Any] = {}
     stack = contextlib.ExitStack()
     try:
-        proxy, _ = stack.enter_context(daphne_server(env, log))
+        proxy, server = stack.enter_context(daphne_server(env, log))
         direct_url = f"{fake.url}/chat/completions"
         proxy_url = f"{proxy}/proxy/fake/v1/chat/completions"
         expected = paced.count(b"\n\n")
@@ -292,7 +292,12 @@ def main() -> int:
                         file=sys.stderr,
                     )
 
+            cpu_before = cpu_seconds(server)
             viewer = viewer_latency(fake, proxy, "steady")
+            # The proxy's CPU a frame over the viewer's stream (relay, recording, the
+            # viewer's messages): user + system from /proc, as in live_viewer.py.
+            cpu = cpu_seconds(server) - cpu_before
+            viewer["server_cpu_us_per_frame"] = round(cpu / viewer["frames"] * 1e6, 1)
 
             # burst: no pace; how long after the client's last byte is the capture closed?
             fake.reset()
@@ -402,7 +407,8 @@ def main() -> int:
     )
     lines.append(
         f"  once the viewer had caught up (its snapshot sent): p99 {v['steady_p99']:.1f} ms"
-        f" ({v['steady_measured']} frames)"
+        f" ({v['steady_measured']} frames); the proxy's CPU {v['server_cpu_us_per_frame']} us"
+        f" a frame"
     )
     lost = report["frames_lost"]
     total_lost = lost["relayed"] + lost["stored"] + lost["burst"] + v["lost"]

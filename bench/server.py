@@ -39,6 +39,15 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float) -
         time.sleep(0.1)
 
 
+def cpu_seconds(process: subprocess.Popen) -> float:
+    """The process's CPU time so far (user + system; Linux's /proc), or NaN."""
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def scratch_site(prefix: str, database_url: str = "", redis_url: str = "") -> tuple[Path, dict]:
     """A scratch folder and a migrated database (a SQLite file in the folder
     unless `database_url`), set up for this process (Django configured) and
