@@ -152,8 +152,12 @@ def commit_without_waiting_for_disk() -> None:
     an upload then lacks as a whole and a live capture as one interrupted:
     never a half-written step (the transaction is atomic all the same).
     SQLite's `synchronous=NORMAL` (settings.py) makes the same trade for
-    every commit."""
-    if connection.vendor == "postgresql":
+    every commit.
+
+    Only for a transaction of its own: in a block nested in another
+    (recovery closes a capture inside its own transaction) the setting would
+    hold for the outer transaction, whose commit is the write's last."""
+    if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
 

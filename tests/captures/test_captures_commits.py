@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from inspector.captures import intake, models, store
 from inspector.captures.intake import store_upload
 from inspector.captures.writes import commit_without_waiting_for_disk
+from inspector.live.recovery import recover_interrupted
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,6 +99,26 @@ def test_it_holds_for_its_transaction_only():
         commit_without_waiting_for_disk()
         assert synchronous_commit() == "off"
     assert synchronous_commit() == "on"
+
+
+@postgresql_only
+def test_nested_in_another_transaction_it_leaves_that_ones_commit_waiting():
+    with transaction.atomic():
+        with transaction.atomic():
+            commit_without_waiting_for_disk()
+        assert synchronous_commit() == "on"
+
+
+@postgresql_only
+def test_a_recovered_capture_is_closed_by_a_commit_that_waits(seen):
+    live = LiveCapture.open(stream_format="sse")
+    for piece in PIECES[:4]:
+        live.append_reads([(piece, 1.0)])
+    seen.clear()
+    (recovered,) = recover_interrupted(force=True)
+    assert recovered.pk == live.capture.pk
+    assert ("close", True, "on") in seen
+    assert all(setting == "on" for _, _, setting in seen)
 
 
 def test_on_sqlite_it_does_nothing():
