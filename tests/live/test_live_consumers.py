@@ -420,6 +420,7 @@ async def test_frames_read_back_go_in_messages_daphne_will_send(monkeypatch):
     long_words = [f"{n}" + "x" * 3000 for n in range(120)]
     pieces = text_stream(long_words)
     await fed(recorder, pieces[0])
+    await stored(recorder, 1)  # the snapshot holds frame 0: it never comes as a live frame
     comm = await connect(f"/ws/captures/{recorder.slug}/")
     await comm.receive_json_from(timeout=5)
     monkeypatch.setattr(broadcast, "send", losing(broadcast.send, with_frames(1, 100)))
