@@ -52,7 +52,7 @@ from . import models
 from .planner_stats import refresh_frame_statistics
 from .uploads import check_capture_count, check_har_entries, check_size
 from .writer import BULK, CaptureWriter
-from .writes import commit_without_waiting_for_disk, writing
+from .writes import write_step, writing
 
 # Bytes fed to the assembler at a time: a step's frames are at most a batch
 # plus what one slice completes.
@@ -150,8 +150,7 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
         for piece in slices(planned.body, FEED_SLICE):
             writer.feed(piece)
             if len(writer.pending) >= batch:
-                with writing(), transaction.atomic():
-                    commit_without_waiting_for_disk()  # the last step's commit waits
+                with write_step():
                     writer.flush()
                 yield
         label = planned.stream_label

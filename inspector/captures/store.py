@@ -48,7 +48,7 @@ from .spill import EventSpill
 from .timeline_data import ProseFrames, arrival_times, frame_marks, summarize
 from .timelines import Timelines, timelines, with_refusal
 from .twin_rows import copy_twin
-from .writes import commit_without_waiting_for_disk, writing
+from .writes import write_step, writing
 
 BATCH = 2000
 
@@ -246,8 +246,7 @@ def _update_frame_marks(
     for (calls, kinds), numbers in groups.items():
         for start in range(0, len(numbers), BATCH):
             batch = numbers[start : start + BATCH]
-            with writing(), transaction.atomic():
-                commit_without_waiting_for_disk()  # the close's last commit waits
+            with write_step():  # the close's last commit waits
                 _frames_numbered(capture, batch).update(calls=list(calls), marks=list(kinds))
 
 

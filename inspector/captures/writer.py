@@ -31,8 +31,6 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
-
 from inspector.assembly import (
     AUTO_DIALECT,
     LENIENT,
@@ -51,7 +49,7 @@ from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
 from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
 from .store import append_frames, close_capture, model_name, open_capture
-from .writes import commit_without_waiting_for_disk, writing
+from .writes import write_step
 
 # How a writer's frames are written (`store.append_frames`): as a bulk write
 # (an upload) or as a live recording's batches.
@@ -341,8 +339,7 @@ class CaptureWriter:
         self._pending_ms.extend([arrived_ms] * len(closing))
         # The last frames in one transaction, as every batch before them (not a commit
         # a row, SQLite's autocommit); close_capture's last commit makes them durable.
-        with writing(), transaction.atomic():
-            commit_without_waiting_for_disk()
+        with write_step():
             last = self.flush(arrived_ms)
         raw = b"".join(self._chunks) if data is None else data
         meta.setdefault("dialect_basis", self.basis)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 logger = logging.getLogger(__name__)
@@ -160,6 +160,16 @@ def commit_without_waiting_for_disk() -> None:
     if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+@contextmanager
+def write_step() -> Iterator[None]:
+    """One intermediate step of a long write: the process's turn to write,
+    a transaction, and a commit that does not wait for the disk
+    (`commit_without_waiting_for_disk`: the write's last commit does)."""
+    with writing(), transaction.atomic():
+        commit_without_waiting_for_disk()
+        yield
 
 
 @contextmanager

@@ -18,7 +18,6 @@ import functools
 import time
 from typing import Any
 
-from django.db import transaction
 from django.template.loader import get_template
 
 from inspector.assembly import AUTO_DIALECT, STRICT
@@ -32,7 +31,7 @@ from inspector.captures.pages.live_cards import (
 )
 from inspector.captures.store import open_capture
 from inspector.captures.writer import LIVE, CaptureWriter
-from inspector.captures.writes import commit_without_waiting_for_disk, writing
+from inspector.captures.writes import write_step
 
 from .broadcast import (
     FinishedMessage,
@@ -139,8 +138,7 @@ class LiveCapture:
         frames = writer.take()
         message = self._message(frames, self.elapsed_ms(), cards=False)
         try:
-            with writing(), transaction.atomic():
-                commit_without_waiting_for_disk()  # the close's commit waits
+            with write_step():  # the close's commit waits
                 writer.store(frames)
         except BaseException:
             writer.lost_writes()  # which fragment rows the batch kept is unknown
