@@ -7,7 +7,8 @@ stored in steps (`upload_steps`), each one short write transaction of at
 most INSPECTOR_UPLOAD_BATCH_FRAMES frames through `writer.CaptureWriter`.
 Between two steps no transaction is open, so other writers (live frames
 above all) never wait for a whole upload: on SQLite, the one write lock is
-held for one batch at a time.  An upload that fails or is given up half-way
+held for one batch at a time.  (On PostgreSQL a step's COMMIT is answered
+while the next step is read: `commits_behind.py`.)  An upload that fails or is given up half-way
 (`discard`) has its captures deleted, again in short transactions.
 
 `store_upload` runs the steps in the caller's thread (the upload page);
@@ -41,6 +42,7 @@ from inspector.assembly import (
     AUTO,
     AUTO_DIALECT,
     HAR,
+    Frame,
     UnreadableInput,
     dialect_from_url,
     read_har,
@@ -49,10 +51,11 @@ from inspector.assembly import (
 )
 
 from . import models
+from .commits_behind import CommitsBehind
 from .planner_stats import refresh_frame_statistics
 from .uploads import check_capture_count, check_har_entries, check_size
 from .writer import BULK, CaptureWriter
-from .writes import write_step, writing
+from .writes import writing
 
 # Bytes fed to the assembler at a time: a step's frames are at most a batch
 # plus what one slice completes.
@@ -147,17 +150,33 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
             )
         stored.append(writer.capture)
         yield
-        for piece in slices(planned.body, FEED_SLICE):
-            writer.feed(piece)
-            if len(writer.pending) >= batch:
-                with write_step():
-                    writer.flush()
+        steps = CommitsBehind()
+        taken = _taken(writer, planned.body, batch)
+        try:
+            frames = next(taken, None)
+            while frames is not None:
+                with steps.step():
+                    writer.store(frames)
+                frames = next(taken, None)  # read while the step's COMMIT is answered
+                steps.settle()
                 yield
+        except BaseException:  # the upload fails, or is given up: `discard` comes next
+            steps.abandon()
+            raise
         label = planned.stream_label
         writer.finish(planned.body, finished=False, untitled=partial(readable_title, label=label))
         yield
     if refresh_frame_statistics(sum(capture.frame_count for capture in stored)):
         yield
+
+
+def _taken(writer: CaptureWriter, body: bytes, batch: int) -> Iterator[list[Frame]]:
+    """The frames of each of an upload's steps, read (assembled, what they
+    did filed: `CaptureWriter.take`) when asked for; no query is made."""
+    for piece in slices(body, FEED_SLICE):
+        writer.feed(piece)
+        if len(writer.pending) >= batch:
+            yield writer.take()
 
 
 def readable_title(capture: models.Capture, label: str = "") -> str:

@@ -1,0 +1,129 @@
+"""An upload's steps whose COMMIT is answered while the next is read, on
+PostgreSQL.
+
+A step's COMMIT is where PostgreSQL checks the deferred foreign keys of the
+step's rows (`captures_frame.capture`: one lookup a row), about 3.5 ms for
+500 frames here, while this process did nothing but wait: 0.7 s of a
+100k-frame upload's 2.9 s.  So the COMMIT is sent (`CommitsBehind.step`)
+and its answer read later (`settle`): the upload's steps read and assemble
+the next step's frames in between, while the server commits, and an error
+the COMMIT answers (a foreign key that does not hold) is raised then,
+failing the upload as any other write does.
+
+Django waits for every COMMIT it sends, and switches autocommit back on
+right after it, which psycopg refuses while an answer is pending.  So such a
+step is a transaction of its own, outside Django's atomic blocks: BEGIN, its
+statements in Django's autocommit mode, and a COMMIT sent through psycopg's
+libpq layer (`psycopg.pq`), its answer read the same way.  Nothing may use
+the connection in between (libpq refuses: "another command is already in
+progress"), which the upload's steps keep to: in between they read bytes,
+not the database, and they settle before they hand over (`intake.upload_steps`
+yields between steps; its caller may query).
+
+Inside an atomic block (a test's transaction, a caller's) and on other
+databases a step is `writes.write_step()`.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from psycopg import pq
+from psycopg.errors import error_from_result
+
+from .writes import write_step
+
+
+class CommitsBehind:
+    """An upload's steps (`step`), each committed behind (see the module's
+    docstring), and settled (`settle`) before anything else queries; on an
+    error, `abandon()`."""
+
+    def __init__(self) -> None:
+        # The connection whose COMMIT's answer is still to be read.
+        self._pending: BaseDatabaseWrapper | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a COMMIT's answer is still to be read."""
+        return self._pending is not None
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One step: a transaction whose COMMIT is sent, not waited for,
+        when the block ends without an error (rolled back, and the error
+        raised, when it does not); the last step's is settled first."""
+        self.settle()
+        database = connections[DEFAULT_DB_ALIAS]  # this thread's: `settle` reads its answer
+        if database.vendor != "postgresql" or not database.get_autocommit():
+            with write_step():
+                yield
+            return
+        with database.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SET LOCAL synchronous_commit = off")
+        try:
+            yield
+        except BaseException:
+            _roll_back(database)
+            raise
+        with database.wrap_database_errors:
+            _send_commit(database.connection.pgconn)
+        self._pending = database
+
+    def abandon(self) -> None:
+        """`settle`, for steps given up on another error: what the COMMIT
+        answers is not raised (the upload fails all the same)."""
+        try:
+            self.settle()
+        except DatabaseError:
+            pass
+
+    def settle(self) -> None:
+        """Read the answer of the COMMIT sent last, if any; raise what it
+        says went wrong (as Django's error: an IntegrityError for a foreign
+        key that does not hold)."""
+        database, self._pending = self._pending, None
+        if database is None:
+            return
+        with database.wrap_database_errors:
+            _read_answer(database.connection)
+
+
+def _send_commit(pgconn: pq.abc.PGconn) -> None:
+    pgconn.send_query(b"COMMIT")
+    while pgconn.flush():  # 1: some of it is still to go
+        select.select([], [pgconn.socket], [])
+
+
+def _read_answer(psycopg_connection) -> None:
+    pgconn = psycopg_connection.pgconn
+    results = []
+    while True:
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        results.append(result)
+    for result in results:
+        if result.status != pq.ExecStatus.COMMAND_OK:
+            raise error_from_result(result, encoding=psycopg_connection.info.encoding)
+
+
+def _roll_back(database: BaseDatabaseWrapper) -> None:
+    """Roll the step back; a connection that cannot is closed (as Django
+    does when an atomic block's rollback fails), so no step is left open."""
+    try:
+        with database.cursor() as cursor:
+            cursor.execute("ROLLBACK")
+    except DatabaseError:
+        database.close()
+
+
+__all__ = ["CommitsBehind"]
