@@ -14,7 +14,9 @@ Django waits for every COMMIT it sends, and switches autocommit back on
 right after it, which psycopg refuses while an answer is pending.  So such a
 step is a transaction of its own, outside Django's atomic blocks: BEGIN, its
 statements in Django's autocommit mode, and a COMMIT sent through psycopg's
-libpq layer (`psycopg.pq`), its answer read the same way.  Nothing may use
+libpq layer (`psycopg.pq`), its answer read the same way (waited for as
+psycopg waits, `Connection.wait` with its generators: poll, not select,
+which fails on a descriptor past 1,024).  Nothing may use
 the connection in between (libpq refuses: "another command is already in
 progress"), which the upload's steps keep to: in between they read bytes,
 not the database, and they settle before they hand over (`intake.upload_steps`
@@ -26,13 +28,13 @@ databases a step is `writes.write_step()`.
 
 from __future__ import annotations
 
-import select
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from psycopg import pq
+from psycopg import generators, pq
 from psycopg.errors import error_from_result
 
 from .writes import write_step
@@ -59,61 +61,74 @@ class CommitsBehind:
         raised, when it does not); the last step's is settled first."""
         self.settle()
         database = connections[DEFAULT_DB_ALIAS]  # this thread's: `settle` reads its answer
-        if database.vendor != "postgresql" or not database.get_autocommit():
+        if not _can_commit_behind(database):
             with write_step():
                 yield
             return
-        with database.cursor() as cursor:
-            cursor.execute("BEGIN")
-            cursor.execute("SET LOCAL synchronous_commit = off")
         try:
+            with database.cursor() as cursor:
+                cursor.execute("BEGIN")
+                cursor.execute("SET LOCAL synchronous_commit = off")
             yield
         except BaseException:
             _roll_back(database)
             raise
-        with database.wrap_database_errors:
-            _send_commit(database.connection.pgconn)
+        try:
+            with database.wrap_database_errors:
+                _send_commit(database.connection)
+        except BaseException:
+            database.close()  # the COMMIT may be half sent: the connection is not reused
+            raise
         self._pending = database
 
     def abandon(self) -> None:
-        """`settle`, for steps given up on another error: what the COMMIT
-        answers is not raised (the upload fails all the same)."""
+        """`settle`, for steps given up on another error: what it raises is
+        not (the upload fails all the same; a connection whose answer could
+        not be read is closed by then)."""
         try:
             self.settle()
-        except DatabaseError:
+        except Exception:  # noqa: BLE001, S110 - the error being raised is the upload's
             pass
 
     def settle(self) -> None:
         """Read the answer of the COMMIT sent last, if any; raise what it
         says went wrong (as Django's error: an IntegrityError for a foreign
-        key that does not hold)."""
+        key that does not hold).  A connection whose answer could not be
+        read (lost, interrupted) is closed, so that nothing sends on it with
+        the answer still to come."""
         database, self._pending = self._pending, None
         if database is None:
             return
-        with database.wrap_database_errors:
-            _read_answer(database.connection)
+        psycopg_connection = database.connection
+        try:
+            with database.wrap_database_errors:
+                results = _read_answer(psycopg_connection)
+        except BaseException:
+            database.close()
+            raise
+        for result in results:
+            if result.status != pq.ExecStatus.COMMAND_OK:
+                with database.wrap_database_errors:
+                    encoding = psycopg_connection.info.encoding
+                    raise error_from_result(result, encoding=encoding)
 
 
-def _send_commit(pgconn: pq.abc.PGconn) -> None:
-    pgconn.send_query(b"COMMIT")
-    while pgconn.flush():  # 1: some of it is still to go
-        select.select([], [pgconn.socket], [])
+def _send_commit(psycopg_connection: Any) -> None:
+    psycopg_connection.pgconn.send_query(b"COMMIT")
+    psycopg_connection.wait(generators.send(psycopg_connection.pgconn))
 
 
-def _read_answer(psycopg_connection) -> None:
-    pgconn = psycopg_connection.pgconn
-    results = []
-    while True:
-        while pgconn.is_busy():
-            select.select([pgconn.socket], [], [])
-            pgconn.consume_input()
-        result = pgconn.get_result()
-        if result is None:
-            break
-        results.append(result)
-    for result in results:
-        if result.status != pq.ExecStatus.COMMAND_OK:
-            raise error_from_result(result, encoding=psycopg_connection.info.encoding)
+def _read_answer(psycopg_connection: Any) -> list[Any]:
+    return psycopg_connection.wait(generators.fetch_many(psycopg_connection.pgconn))
+
+
+def _can_commit_behind(database: BaseDatabaseWrapper) -> bool:
+    """PostgreSQL, in Django's autocommit mode (no atomic block), with no
+    transaction open on the connection (a COMMIT of ours would commit it)."""
+    if database.vendor != "postgresql" or not database.get_autocommit():
+        return False
+    status = database.connection.pgconn.transaction_status
+    return status == pq.TransactionStatus.IDLE
 
 
 def _roll_back(database: BaseDatabaseWrapper) -> None:

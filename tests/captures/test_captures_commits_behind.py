@@ -3,9 +3,13 @@ a step's COMMIT is answered while the next step is read, its errors fail
 the upload all the same, and an upload given up between two steps leaves
 nothing behind and the connection usable."""
 
+import os
+import resource
+
 import orjson
 import pytest
 from django.db import IntegrityError, connection, transaction
+from psycopg import pq
 
 from inspector.captures import commits_behind, intake, models, writer
 from inspector.captures.commits_behind import CommitsBehind
@@ -86,7 +90,7 @@ def test_a_commit_that_fails_fails_the_upload_and_nothing_is_kept(small_steps, m
     monkeypatch.setattr(intake, "discard", lambda captures: stored.extend(captures))
     with pytest.raises(IntegrityError, match="captures_frame"):
         store_upload(STREAM, name="s.sse")
-    assert steps == 2  # raised as the third step began: it reads the second's answer first
+    assert steps == 2  # the second step's COMMIT failed: no third step was written
     assert not connection.in_atomic_block
     (capture,) = stored
     # The steps before the failed one are kept (each committed), the failed one is not:
@@ -98,13 +102,46 @@ def test_a_commit_that_fails_fails_the_upload_and_nothing_is_kept(small_steps, m
     assert not models.Frame.objects.exists()
 
 
+def test_between_two_steps_no_commit_is_pending_and_a_caller_may_query(small_steps):
+    stored: list[models.Capture] = []
+    statuses = []
+    for _ in upload_steps(plan_upload(STREAM, name="s.sse"), stored):
+        statuses.append(connection.connection.info.transaction_status)
+        with connection.cursor() as cursor:  # libpq would refuse it with an answer pending
+            cursor.execute("SELECT count(*) FROM captures_frame")
+    assert set(statuses) == {pq.TransactionStatus.IDLE}
+    assert len(statuses) > 3  # the capture opened, three steps, the finish
+    (capture,) = stored
+    assert capture.frames.count() == 13
+
+
+def test_an_error_reading_the_next_step_with_a_commit_pending_keeps_nothing(
+    small_steps, monkeypatch
+):
+    take, seen = writer.CaptureWriter.take, []
+
+    def fails_the_second_time(self, *args, **kwargs):
+        if len(seen) == 1:  # the first step's COMMIT is sent, its answer not read yet
+            seen.append(connection.connection.info.transaction_status)
+            raise RuntimeError("the assembler broke")
+        seen.append(None)
+        return take(self, *args, **kwargs)
+
+    monkeypatch.setattr(writer.CaptureWriter, "take", fails_the_second_time)
+    with pytest.raises(RuntimeError, match="the assembler broke"):
+        store_upload(STREAM, name="s.sse")
+    assert seen[1] == pq.TransactionStatus.ACTIVE
+    assert not models.Capture.objects.exists()
+    assert not models.Frame.objects.exists()
+
+
 def test_an_upload_given_up_between_steps_leaves_nothing_and_the_connection_usable(
     small_steps,
 ):
     stored: list[models.Capture] = []
     steps = upload_steps(plan_upload(STREAM, name="s.sse"), stored)
     next(steps)  # the capture opened
-    next(steps)  # the first step written, its COMMIT not answered yet
+    next(steps)  # the first step written and committed
     next(steps)
     intake._abandon(steps, stored)  # what an async view cancelled does
     assert not models.Capture.objects.exists()
@@ -112,6 +149,32 @@ def test_an_upload_given_up_between_steps_leaves_nothing_and_the_connection_usab
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.fixture
+def many_files_open():
+    """More than 1,024 descriptors open, so that the database's next socket gets a
+    number past what `select()` takes (a server holding many viewers)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1200
+    if hard != resource.RLIM_INFINITY and hard < wanted + 64:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted + 64), hard))
+    files = [os.open(os.devnull, os.O_RDONLY) for _ in range(wanted)]
+    connection.close()  # the next query connects anew, past them
+    try:
+        yield
+    finally:
+        connection.close()
+        for fd in files:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_answer_is_waited_for_on_a_socket_numbered_past_1024(small_steps, many_files_open):
+    (capture,) = store_upload(STREAM, name="s.sse")
+    assert connection.connection.pgconn.socket > 1024
+    assert capture.frames.count() == 13
 
 
 def test_inside_an_atomic_block_a_step_is_django_s_own_and_commits_with_it():
