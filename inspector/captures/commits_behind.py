@@ -37,7 +37,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg import generators, pq
 from psycopg.errors import error_from_result
 
-from .writes import write_step
+from .writes import no_disk_wait, write_step
 
 
 class CommitsBehind:
@@ -68,7 +68,7 @@ class CommitsBehind:
         try:
             with database.cursor() as cursor:
                 cursor.execute("BEGIN")
-                cursor.execute("SET LOCAL synchronous_commit = off")
+                no_disk_wait(cursor)
             yield
         except BaseException:
             _roll_back(database)

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 
 from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +160,14 @@ def commit_without_waiting_for_disk() -> None:
     hold for the outer transaction, whose commit is the write's last."""
     if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
         with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+            no_disk_wait(cursor)
+
+
+def no_disk_wait(cursor: CursorWrapper) -> None:
+    """PostgreSQL: the open transaction's commit does not wait for the disk
+    (see `commit_without_waiting_for_disk`; `commits_behind.py` opens its
+    own transactions, outside Django's atomic blocks)."""
+    cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 @contextmanager

@@ -58,3 +58,16 @@ def sse(*items: Any) -> bytes:
 
 def jsonl(*items: Any) -> bytes:
     return b"".join(orjson.dumps(item) + b"\n" for item in items)
+
+
+def role_chunk() -> dict[str, Any]:
+    """The first chunk of a chat stream: the role, nothing else."""
+    payload = chunk()
+    payload["choices"][0]["delta"] = {"role": "assistant"}
+    return payload
+
+
+# A short text stream, frame by frame as SSE (the role, then ten words), and whole
+# (then the finish and `[DONE]`): 13 frames, for tests of steps a few frames long.
+WORD_PIECES = [sse(role_chunk())] + [sse(chunk(content=f"w{n} ")) for n in range(10)]
+WORD_STREAM = b"".join([*WORD_PIECES, sse(chunk(finish="stop"), DONE)])

@@ -5,8 +5,8 @@ the write's last transaction, which makes every step before it durable,
 waits as any other does.  SQLite is left as settings.py sets it.  On both,
 every batch of frames is written in a transaction, the last one too."""
 
-import orjson
 import pytest
+from capture_streams import WORD_PIECES, WORD_STREAM
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from psycopg import pq
@@ -22,16 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 postgresql_only = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="PostgreSQL's synchronous_commit"
 )
-
-
-def chunk(delta, finish=None):
-    body = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-PIECES = [chunk({"role": "assistant"})] + [chunk({"content": f"w{n} "}) for n in range(10)]
-STREAM = b"".join([*PIECES, chunk({}, finish="stop"), b"data: [DONE]\n\n"])
 
 
 def in_transaction() -> bool:
@@ -87,8 +77,8 @@ def test_an_uploads_steps_do_not_wait_for_the_disk_and_its_last_commit_does(
     seen, settings, monkeypatch
 ):
     settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 4
-    monkeypatch.setattr(intake, "FEED_SLICE", len(PIECES[1]))  # about a frame at a time
-    (capture,) = store_upload(STREAM, name="s.sse")
+    monkeypatch.setattr(intake, "FEED_SLICE", len(WORD_PIECES[1]))  # about a frame at a time
+    (capture,) = store_upload(WORD_STREAM, name="s.sse")
     assert capture.frame_count == 13
     # three steps of four frames, each its own transaction; the last frame, stored by
     # the finish in a transaction of its own too; the close's last transaction
@@ -97,7 +87,7 @@ def test_an_uploads_steps_do_not_wait_for_the_disk_and_its_last_commit_does(
 
 def test_a_live_recordings_batches_do_not_wait_for_the_disk_and_its_close_does(seen):
     live = LiveCapture.open(stream_format="sse")
-    for piece in PIECES[:4]:
+    for piece in WORD_PIECES[:4]:
         live.append_reads([(piece, 1.0)])
     live.append_reads([(b"data: [DONE]", 2.0)])  # unterminated: the close stores it
     live.close()
@@ -123,7 +113,7 @@ def test_nested_in_another_transaction_it_leaves_that_ones_commit_waiting():
 @postgresql_only
 def test_a_recovered_capture_is_closed_by_a_commit_that_waits(seen):
     live = LiveCapture.open(stream_format="sse")
-    for piece in PIECES[:4]:
+    for piece in WORD_PIECES[:4]:
         live.append_reads([(piece, 1.0)])
     seen.clear()
     (recovered,) = recover_interrupted(force=True)

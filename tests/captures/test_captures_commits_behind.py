@@ -6,8 +6,8 @@ nothing behind and the connection usable."""
 import os
 import resource
 
-import orjson
 import pytest
+from capture_streams import WORD_PIECES, WORD_STREAM
 from django.db import IntegrityError, connection, transaction
 from psycopg import pq
 
@@ -23,20 +23,10 @@ pytestmark = [
 ]
 
 
-def chunk(delta, finish=None):
-    body = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-PIECES = [chunk({"role": "assistant"})] + [chunk({"content": f"w{n} "}) for n in range(10)]
-STREAM = b"".join([*PIECES, chunk({}, finish="stop"), b"data: [DONE]\n\n"])
-
-
 @pytest.fixture
 def small_steps(settings, monkeypatch):
     settings.INSPECTOR_UPLOAD_BATCH_FRAMES = 4
-    monkeypatch.setattr(intake, "FEED_SLICE", len(PIECES[1]))  # about a frame at a time
+    monkeypatch.setattr(intake, "FEED_SLICE", len(WORD_PIECES[1]))  # about a frame at a time
 
 
 def test_a_steps_commit_is_answered_after_the_next_step_is_read(small_steps, monkeypatch):
@@ -64,7 +54,7 @@ def test_a_steps_commit_is_answered_after_the_next_step_is_read(small_steps, mon
     monkeypatch.setattr(writer.CaptureWriter, "take", taken)
     monkeypatch.setattr(commits_behind, "_send_commit", sent)
     monkeypatch.setattr(commits_behind, "_read_answer", answered)
-    (capture,) = store_upload(STREAM, name="s.sse")
+    (capture,) = store_upload(WORD_STREAM, name="s.sse")
     assert capture.frame_count == 13
     assert list(capture.frames.values_list("number", flat=True)) == list(range(13))
     # three steps of four frames: each COMMIT's answer read once the next step was
@@ -89,7 +79,7 @@ def test_a_commit_that_fails_fails_the_upload_and_nothing_is_kept(small_steps, m
     monkeypatch.setattr(writer, "append_frames", second_step_names_no_capture)
     monkeypatch.setattr(intake, "discard", lambda captures: stored.extend(captures))
     with pytest.raises(IntegrityError, match="captures_frame"):
-        store_upload(STREAM, name="s.sse")
+        store_upload(WORD_STREAM, name="s.sse")
     assert steps == 2  # the second step's COMMIT failed: no third step was written
     assert not connection.in_atomic_block
     (capture,) = stored
@@ -105,7 +95,7 @@ def test_a_commit_that_fails_fails_the_upload_and_nothing_is_kept(small_steps, m
 def test_between_two_steps_no_commit_is_pending_and_a_caller_may_query(small_steps):
     stored: list[models.Capture] = []
     statuses = []
-    for _ in upload_steps(plan_upload(STREAM, name="s.sse"), stored):
+    for _ in upload_steps(plan_upload(WORD_STREAM, name="s.sse"), stored):
         statuses.append(connection.connection.info.transaction_status)
         with connection.cursor() as cursor:  # libpq would refuse it with an answer pending
             cursor.execute("SELECT count(*) FROM captures_frame")
@@ -129,7 +119,7 @@ def test_an_error_reading_the_next_step_with_a_commit_pending_keeps_nothing(
 
     monkeypatch.setattr(writer.CaptureWriter, "take", fails_the_second_time)
     with pytest.raises(RuntimeError, match="the assembler broke"):
-        store_upload(STREAM, name="s.sse")
+        store_upload(WORD_STREAM, name="s.sse")
     assert seen[1] == pq.TransactionStatus.ACTIVE
     assert not models.Capture.objects.exists()
     assert not models.Frame.objects.exists()
@@ -139,7 +129,7 @@ def test_an_upload_given_up_between_steps_leaves_nothing_and_the_connection_usab
     small_steps,
 ):
     stored: list[models.Capture] = []
-    steps = upload_steps(plan_upload(STREAM, name="s.sse"), stored)
+    steps = upload_steps(plan_upload(WORD_STREAM, name="s.sse"), stored)
     next(steps)  # the capture opened
     next(steps)  # the first step written and committed
     next(steps)
@@ -172,7 +162,7 @@ def many_files_open():
 
 
 def test_the_answer_is_waited_for_on_a_socket_numbered_past_1024(small_steps, many_files_open):
-    (capture,) = store_upload(STREAM, name="s.sse")
+    (capture,) = store_upload(WORD_STREAM, name="s.sse")
     assert connection.connection.pgconn.socket > 1024
     assert capture.frames.count() == 13
 
