@@ -126,11 +126,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # of server CPU a frame at 5,000 frames/s against 127-152, p99 23-58 ms against 15-26
 # (bench/README.md).  Pub/sub keeps nothing for a process that is not subscribed, which
 # is all a group send ever reached anyway (a viewer joins, then reads its snapshot).
+# `live/layer.py` makes a process's first subscription heard at once (the stock layer's
+# receiver slept 0.1 s through it).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "inspector.live.layer.PromptPubSubChannelLayer",
             # Above redis-py 8's default socket timeout (5 s), which once dropped every
             # consumer idle for 5 s with close code 1011 (the list layer's 5 s pops).
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},

@@ -15,14 +15,15 @@ def test_health_ok(client):
 def test_channel_layer_backend_follows_redis_url():
     backend = settings.CHANNEL_LAYERS["default"]["BACKEND"]
     if os.environ.get("REDIS_URL"):
-        assert backend == "channels_redis.pubsub.RedisPubSubChannelLayer"
+        assert backend == "inspector.live.layer.PromptPubSubChannelLayer"
     else:
         assert backend == "channels.layers.InMemoryChannelLayer"
 
 
 def test_redis_is_the_pub_sub_layer_whatever_the_leg():
     """Read in a process of its own with REDIS_URL set: every send is to a group, which
-    the list-based layer dropped once a viewer's channel held 100 messages."""
+    the list-based layer dropped once a viewer's channel held 100 messages (the pub/sub
+    layer with its receiver woken on a first subscription: `inspector/live/layer.py`)."""
     code = "from inspector import settings; print(settings.CHANNEL_LAYERS['default'])"
     env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/9"}
     env.pop("DATABASE_URL", None)
@@ -30,7 +31,7 @@ def test_redis_is_the_pub_sub_layer_whatever_the_leg():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
     layer = ast.literal_eval(out)
-    assert layer["BACKEND"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
+    assert layer["BACKEND"] == "inspector.live.layer.PromptPubSubChannelLayer"
     (host,) = layer["CONFIG"]["hosts"]
     assert host == {"address": "redis://127.0.0.1:6379/9", "socket_timeout": 30}
 
