@@ -28,7 +28,7 @@ from inspector.captures import models
 from inspector.captures.uploads import TooLarge, check_total_size
 
 from .broadcast import LIST_GROUP, capture_group, split_batch
-from .recorder import SocketRecording
+from .recorder import Recorder, SocketRecording, recording_of
 from .snapshot import DONE, SnapshotPager, missed_message, page_size, stored_progress
 
 logger = logging.getLogger(__name__)
@@ -66,9 +66,11 @@ class CaptureConsumer(JsonConsumer):
     """`/ws/captures/<slug>/?after=N`: frames after N, then live batches.
 
     The snapshot goes out in pages (`snapshot.SnapshotPager`) from a task
-    of its own, so a disconnect is handled at once and cancels it.  Live
-    messages that arrive meanwhile are held and forwarded after the last
-    page, without the frames a page already gave: in order, none twice.
+    of its own, so a disconnect is handled at once and cancels it; or whole,
+    from memory, when this process records the capture (`recorder.
+    recording_of`, `LiveCapture.snapshot`).  Live messages that arrive
+    meanwhile are held and forwarded after the last page, without the
+    frames a page already gave: in order, none twice.
     """
 
     paging: asyncio.Task | None = None
@@ -79,7 +81,9 @@ class CaptureConsumer(JsonConsumer):
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        capture = await _find_capture(slug)
+        recording = recording_of(slug)  # this process writes it: the snapshot from memory
+        live = recording.live if recording is not None else None
+        capture = live.capture if live is not None else await _find_capture(slug)
         if capture is None:
             await self.close(code=4404)
             return
@@ -93,20 +97,31 @@ class CaptureConsumer(JsonConsumer):
         self.sending = asyncio.Lock()  # live messages, and what `_watch` sends
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        self.paging = asyncio.create_task(self._send_snapshot())
+        self.paging = asyncio.create_task(self._send_snapshot(recording))
 
-    async def _send_snapshot(self) -> None:
+    async def _send_snapshot(self, recording: Recorder | None) -> None:
+        # Asked after joining the group, as the pages are: a frame stored
+        # after the snapshot was taken comes in a live message.
+        whole = await recording.snapshot(self.pager.sent_up_to) if recording else None
+        if whole is not None:
+            self.pager.given(whole)
+            await self._send_rows(whole)
+        else:
+            await self._send_pages()
+        while self.held:
+            await self._forward(self.held.pop(0))
+        self.held = None
+        if self.pager.live and not self.finished:
+            self.watching = asyncio.create_task(self._watch())
+
+    async def _send_pages(self) -> None:
+        """The snapshot read from the database, a page at a time."""
         # Not in the consumer's one thread-sensitive worker: the disconnect
         # handler's own database calls would queue behind a page being read.
         next_page = database_sync_to_async(self.pager.next_page, thread_sensitive=False)
         while (page := await next_page()) is not DONE:
             if page is not None:
                 await self._send_rows(page)
-        while self.held:
-            await self._forward(self.held.pop(0))
-        self.held = None
-        if self.pager.live and not self.finished:
-            self.watching = asyncio.create_task(self._watch())
 
     async def _watch(self) -> None:
         """While the capture is live: after INSPECTOR_VIEWER_CHECK_SECONDS

@@ -21,6 +21,7 @@ import asyncio
 import contextvars
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
 
 from . import attempts, broadcast, redact
+from .broadcast import SnapshotMessage
 from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,17 @@ FLUSH_READS = 500
 FLUSH_BYTES = 1 << 20
 # Attempts of a retry chain that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
+
+# The recordings this process writes, by slug, from their capture's creation
+# to their close (or until nothing else holds them): a viewer who joins one
+# gets its snapshot from the recording's memory (`Recorder.snapshot`).  Only
+# the event loop's thread reads or changes it.
+_recordings: weakref.WeakValueDictionary[str, Recorder] = weakref.WeakValueDictionary()
+
+
+def recording_of(slug: str) -> Recorder | None:
+    """The recording of capture `slug` if this process is writing it."""
+    return _recordings.get(slug)
 
 
 class PinnedClock:
@@ -192,6 +205,7 @@ class Recorder:
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
         else:
+            _recordings[self.slug] = self
             await broadcast.announce(self.live.capture, "opened")
         finally:
             self._opened.set()
@@ -282,6 +296,15 @@ class Recorder:
             scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
         return self.live.append_reads([(data, arrived) for data, arrived in scrubbed if data])
 
+    async def snapshot(self, after: int) -> SnapshotMessage | None:
+        """What a viewer who has the frames up to `after` needs first, from
+        this recording's memory (`LiveCapture.snapshot`: no query, so any
+        thread); None when it is not there to give."""
+        live = self.live
+        if live is None or self._failed:
+            return None
+        return await sync_to_async(live.snapshot, thread_sensitive=False)(after)
+
     async def drain(self) -> None:
         """Wait until every queued read is stored."""
         if not self._draining:
@@ -323,6 +346,8 @@ class Recorder:
         try:
             message = await self._in_thread(self.close_sync)(meta)
         finally:
+            if _recordings.get(self.slug) is self:
+                del _recordings[self.slug]
             if self._thread is not None:
                 await self._in_thread(_close_connection)()
                 self._thread.shutdown(wait=False)

@@ -10,19 +10,28 @@ so a fast stream cannot overflow a channel's capacity.
 
 The ORM calls here are synchronous; async callers wrap them in
 `sync_to_async` (see `recorder.py`).
+
+A live capture also keeps the rows it stored last (`snapshot`): a viewer who
+joins a capture this process records gets them, and every call's card, from
+memory, at once.  From the database (`snapshot.SnapshotPager`) the same
+snapshot means reading every frame from the first and assembling them again,
+which at thousands of frames a second took the viewer 100-300 ms to catch up
+(bench/README.md).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
+from collections import deque
 from typing import Any
 
 from django.template.loader import get_template
 
 from inspector.assembly import AUTO_DIALECT, STRICT
 from inspector.captures import models
-from inspector.captures.pages.frames import ROW_TEMPLATE, frames_path
+from inspector.captures.pages.frames import FRAMES_PER_PAGE, ROW_TEMPLATE, frames_path
 from inspector.captures.pages.live_cards import (
     CARD_TEMPLATE,
     DIALECT_TEMPLATE,
@@ -35,13 +44,25 @@ from inspector.captures.writes import write_step
 
 from .broadcast import (
     FinishedMessage,
+    FrameEntry,
     FramesMessage,
+    SnapshotMessage,
     call_entries,
     finished_message,
     frame_entry,
     frames_message,
     refusal_entry,
+    snapshot_message,
 )
+
+# The rows a live capture keeps for viewers who join (`LiveCapture.snapshot`),
+# the newest first to go past this many characters of HTML: about 1,500 rows
+# of a chat stream, more than a viewer's page of rows plus what a stream at
+# 5,000 frames a second adds while the page loads and its socket connects.
+ROWS_KEPT_HTML = 2 * 1024 * 1024
+
+# A frame's row as sent, and whether it carries calls or marks (`_rows`).
+Row = tuple[FrameEntry, bool]
 
 
 @functools.cache
@@ -74,6 +95,14 @@ class LiveCapture:
         self._clock = clock
         self._started = clock() if started is None else started
         self.rows = LiveCards(capture.slug, self.strict)
+        # The rows stored last, oldest first, and their HTML's length in all;
+        # `_kept_from`: the first frame whose row is kept or will be (None: the
+        # frames stored before this process took over have no row here).
+        self._kept: deque[Row] = deque()
+        self._kept_html = 0
+        self._kept_from: int | None = 0
+        # The writing thread appends while a joining viewer's `snapshot` reads.
+        self._lock = threading.Lock()
         warm_up()
 
     @classmethod
@@ -97,8 +126,11 @@ class LiveCapture:
         """Take bytes another process appended (and stored the frames of):
         the assembler reads them, nothing is stored, and the next message
         tells only what comes after them."""
-        self.writer.replay(data)
-        self.rows.caught_up()
+        with self._lock:
+            self.writer.replay(data)
+            self.rows.caught_up()
+            self._kept.clear()
+            self._kept_html, self._kept_from = 0, None
 
     @property
     def slug(self) -> str:
@@ -121,9 +153,12 @@ class LiveCapture:
         completed and the cards due, or None for neither.  `throttle`: hold
         back the card of a call rendered less than RENDER_INTERVAL ago
         (`held_back` says so; `held_cards` renders them later)."""
-        self.writer.feed(data)
-        now = self.elapsed_ms()
-        return self._message(self.writer.flush(now), now, throttle=throttle)
+        with self._lock:
+            self.writer.feed(data)
+            now = self.elapsed_ms()
+            rows = self._rows(self.writer.flush(now), now)
+            self._keep(rows)
+            return self._message(rows, throttle=throttle)
 
     def append_reads(self, reads: list[tuple[bytes, float]]) -> FramesMessage | None:
         """Take a batch of reads, each `(bytes, clock time it arrived)`; the
@@ -132,24 +167,28 @@ class LiveCapture:
         before the transaction opens and the frames stored in one
         transaction (one commit a batch); the message is only sent after
         it, so a viewer is never told of a frame that is not stored."""
-        writer = self.writer
-        for data, arrived in reads:
-            writer.feed(data, self._elapsed_at(arrived))
-        frames = writer.take()
-        message = self._message(frames, self.elapsed_ms(), cards=False)
-        try:
-            with write_step():  # the close's commit waits
-                writer.store(frames)
-        except BaseException:
-            writer.lost_writes()  # which fragment rows the batch kept is unknown
-            raise
-        return message
+        with self._lock:
+            writer = self.writer
+            for data, arrived in reads:
+                writer.feed(data, self._elapsed_at(arrived))
+            frames = writer.take()
+            rows = self._rows(frames, self.elapsed_ms())
+            message = self._message(rows, cards=False)
+            try:
+                with write_step():  # the close's commit waits
+                    writer.store(frames)
+            except BaseException:
+                writer.lost_writes()  # which fragment rows the batch kept is unknown
+                raise
+            self._keep(rows)
+            return message
 
     def due_cards(self) -> FramesMessage | None:
         """The cards the throttle lets out now (`LiveCards.cards`), if any."""
-        if not self.rows.card_due:
-            return None
-        return self._message([], self.elapsed_ms(), throttle=True)
+        with self._lock:
+            if not self.rows.card_due:
+                return None
+            return self._message(self._rows([], self.elapsed_ms()), throttle=True)
 
     @property
     def card_due(self) -> bool:
@@ -166,7 +205,48 @@ class LiveCapture:
 
     def held_cards(self) -> FramesMessage | None:
         """The cards held back, rendered now (no frame came meanwhile)."""
-        return self._message([], self.elapsed_ms(), throttle=False)
+        with self._lock:
+            return self._message(self._rows([], self.elapsed_ms()), throttle=False)
+
+    def snapshot(self, after: int) -> SnapshotMessage | None:
+        """What a viewer who has the frames up to `after` needs first, from
+        memory: the rows kept after `after` (and those of the viewer's page
+        of frames with calls or marks: its rows as stored lack them), every
+        call's card and the refusal as they are now; None when the rows
+        needed are no longer kept, or the capture closed: the viewer reads
+        the database (`snapshot.SnapshotPager`).  No query."""
+        page_start = max(0, after) // FRAMES_PER_PAGE * FRAMES_PER_PAGE
+        with self._lock:
+            kept_from = self._kept[0][0]["number"] if self._kept else self._kept_from
+            if self.closed or kept_from is None or page_start < kept_from:
+                return None
+            entries = [
+                entry
+                for entry, noted in self._kept
+                if entry["number"] > after or (noted and entry["number"] >= page_start)
+            ]
+            message = snapshot_message(
+                self.capture,
+                entries,
+                call_entries(self.rows.current_cards()),
+                refusal_entry(self.strict.refusal),
+                self.rows.refusal_html(),
+                self.rows.current_dialect_html(self.writer.basis),
+            )
+        message["more"] = False
+        return message
+
+    def _keep(self, rows: list[Row]) -> None:
+        """Keep the rows of frames just stored, dropping the oldest past
+        ROWS_KEPT_HTML."""
+        if self._kept_from is None:
+            return
+        kept = self._kept
+        for row in rows:
+            kept.append(row)
+            self._kept_html += len(row[0]["html"])
+        while self._kept_html > ROWS_KEPT_HTML and len(kept) > 1:
+            self._kept_html -= len(kept.popleft()[0]["html"])
 
     def close(self, **meta: Any) -> FinishedMessage:
         """End of input: store the assemblies; the closing message.  It
@@ -174,35 +254,43 @@ class LiveCapture:
         the finished page's main part on it, every card as stored (rendering
         them here was a fifth of a 25,000-frame capture's close, for rows the
         page replaced at once)."""
-        if self.closed:
-            raise RuntimeError("live capture closed twice")
-        now = self.elapsed_ms()
-        capture, last = self.writer.finish(arrived_ms=now, **meta)
-        return finished_message(
-            capture,
-            self._message(last, now, cards=False),
-            refusal_entry(self.stream.results[STRICT].refusal),
-        )
+        with self._lock:
+            if self.closed:
+                raise RuntimeError("live capture closed twice")
+            now = self.elapsed_ms()
+            capture, last = self.writer.finish(arrived_ms=now, **meta)
+            return finished_message(
+                capture,
+                self._message(self._rows(last, now), cards=False),
+                refusal_entry(self.stream.results[STRICT].refusal),
+            )
 
-    def _message(
-        self, frames: list, now: float, *, throttle: bool = True, cards: bool = True
-    ) -> FramesMessage | None:
-        """The rows of `frames` (each stamped with its arrival time, `now`
-        when it has none) and, with `cards`, of the calls that changed,
-        rendered by the capture page's templates (`LiveCards`); None when no
-        frame came and no card is due."""
+    def _rows(self, frames: list, now: float) -> list[Row]:
+        """Read what the assembler logged since the last time; the rows of
+        `frames` (each stamped with its arrival time, `now` when it has
+        none), rendered by the capture page's row template."""
         self.rows.read()
         notes = self.rows.frame_notes(frame.number for frame in frames)
         slug = self.capture.slug
         did, dialect = self.writer.last_did, self.strict.dialect
         times = self.writer.last_arrived_ms if frames else []
         frames_at = frames_path(slug)
-        entries = [
-            frame_entry(slug, f.number, f.kind.value, f.raw, now if at is None else at,
-                        calls=notes[f.number][0], marks=notes[f.number][1],
-                        did=did.get(f.number, []), dialect=dialect, frames_at=frames_at)
+        return [
+            (frame_entry(slug, f.number, f.kind.value, f.raw, now if at is None else at,
+                         calls=notes[f.number][0], marks=notes[f.number][1],
+                         did=did.get(f.number, []), dialect=dialect, frames_at=frames_at),
+             bool(notes[f.number][0] or notes[f.number][1]))
             for f, at in zip(frames, times, strict=True)
         ]  # fmt: skip
+
+    def _message(
+        self, rows: list[Row], *, throttle: bool = True, cards: bool = True
+    ) -> FramesMessage | None:
+        """The message of `rows` and, with `cards`, of the calls that
+        changed (`LiveCards`, after `_rows` read the assembler); None when
+        no frame came and no card is due."""
+        slug = self.capture.slug
+        entries = [entry for entry, _ in rows]
         cards = self.rows.cards(throttle=throttle) if cards else []
         if not entries and not cards:
             return None

@@ -91,6 +91,13 @@ class SnapshotPager:
         self._done = last
         return self._message(entries, more=not last)
 
+    def given(self, message: SnapshotMessage) -> None:
+        """The snapshot came whole from the recording's memory
+        (`LiveCapture.snapshot`): nothing is left to page."""
+        if message["frames"]:
+            self.sent_up_to = max(self.sent_up_to, message["frames"][-1]["number"])
+        self._done = True
+
     def _wanted(self, row: models.Frame, notes: FrameNotes) -> bool:
         """A frame the viewer has not got, or one of its page whose row the
         assembler has calls or marks for (the stored row has none yet)."""

@@ -16,7 +16,7 @@ from channels.testing import WebsocketCommunicator
 
 from inspector.asgi import application
 from inspector.captures.store import store_stream
-from inspector.live import snapshot
+from inspector.live import consumers, snapshot
 from inspector.live.recorder import SocketRecording
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,11 +59,18 @@ async def test_a_big_capture_s_snapshot_comes_in_bounded_pages(settings):
     await later.disconnect()
 
 
-async def test_a_late_joiner_of_a_live_capture_gets_every_frame_once_in_order(settings):
+@pytest.mark.parametrize("snapshot_from", ["database", "memory"])
+async def test_a_late_joiner_of_a_live_capture_gets_every_frame_once_in_order(
+    settings, monkeypatch, snapshot_from
+):
     """Pages of 7 frames while frames keep arriving: the live messages that arrive during
     the paging are held and forwarded without the frames a page already gave, so the
-    viewer needs no deduplication of its own."""
+    viewer needs no deduplication of its own.  So too when the snapshot comes whole from
+    the recording's memory (this process records it: `LiveCapture.snapshot`); "database"
+    is a viewer on another process."""
     settings.INSPECTOR_SNAPSHOT_FRAMES = 7
+    if snapshot_from == "database":
+        monkeypatch.setattr(consumers, "recording_of", lambda slug: None)
     recording = SocketRecording.open(stream_format="sse", title="t")
     assert await recording.ready()
     header = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a":'}}

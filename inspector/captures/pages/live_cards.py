@@ -236,8 +236,7 @@ class LiveCards:
         now = self.clock()
         if throttle and now < self._cards_free_at:
             return []
-        count = len(self.assembler.started)
-        positions = range(max(0, count - CALLS_PER_PAGE), count) if every else sorted(self._changed)
+        positions = self._newest() if every else sorted(self._changed)
         if throttle:
             due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
             positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
@@ -250,6 +249,17 @@ class LiveCards:
         if throttle and out:
             self._cards_free_at = now + (CARD_SPACING + 1) * (time.perf_counter() - started)
         return out
+
+    def current_cards(self) -> list[Rendered]:
+        """The cards of the newest CALLS_PER_PAGE calls as they are now, for
+        a viewer who joins, without touching the throttle: the viewers
+        already watching get their cards as before."""
+        return [Rendered(position, self.card_html(position)) for position in self._newest()]
+
+    def _newest(self) -> range:
+        """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
+        count = len(self.assembler.started)
+        return range(max(0, count - CALLS_PER_PAGE), count)
 
     def _last_render(self, position: int) -> float:
         return self._rendered_at.get(position, -1e9)
@@ -307,7 +317,13 @@ class LiveCards:
         if shown == self._dialect_shown:
             return ""
         self._dialect_shown = shown
-        context = {"dialect": shown[0], "basis": basis, "note": dialect_note(*shown)}
+        return self.current_dialect_html(basis)
+
+    def current_dialect_html(self, basis: str) -> str:
+        """The page's note on the dialect as it is now (for a viewer who
+        joins; `dialect_html` notes what the watching viewers were told)."""
+        dialect = self.assembler.dialect
+        context = {"dialect": dialect, "basis": basis, "note": dialect_note(dialect, basis)}
         return str(get_template(DIALECT_TEMPLATE).render(context)).strip()
 
     def assembly(self) -> Assembly:

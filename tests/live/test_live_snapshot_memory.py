@@ -1,0 +1,185 @@
+"""A viewer who joins a capture this process records gets its snapshot from
+the recording's memory (`LiveCapture.snapshot`): the rows it stored last and
+every call's card, no query; the same snapshot the database gives
+(`snapshot.SnapshotPager`), which a viewer elsewhere, or one needing rows no
+longer kept, still reads."""
+
+import asyncio
+import time
+
+import orjson
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from inspector.asgi import application
+from inspector.captures import models
+from inspector.live import session
+from inspector.live.recorder import SocketRecording, recording_of
+from inspector.live.snapshot import DONE, SnapshotPager
+
+
+def chunk(delta, finish=None):
+    body = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+    body["choices"][0]["finish_reason"] = finish
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def two_calls() -> list[bytes]:
+    """Frame 0 a role, 1-3 call 0, 4 text, 5-6 call 1, 7 a dropped delta (an
+    anomaly mark), still live: no finish."""
+    head_a = {"index": 0, "id": "call_a", "function": {"name": "grep", "arguments": ""}}
+    head_b = {"index": 1, "id": "call_b", "function": {"name": "read", "arguments": '{"p'}}
+    return [
+        chunk({"role": "assistant"}),
+        chunk({"tool_calls": [head_a]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": '}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"x"}'}}]}),
+        chunk({"content": "thinking"}),
+        chunk({"tool_calls": [head_b]}),
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": 'ath": 1}'}}]}),
+        chunk({"tool_calls": [{"index": 1, "id": "", "function": {}}]}),
+    ]
+
+
+def recorded(pieces: list[bytes]) -> session.LiveCapture:
+    """A live capture fed as a recorder feeds it: a batch of reads at a time."""
+    live = session.LiveCapture.open(stream_format="sse", title="t")
+    for at in range(0, len(pieces), 3):
+        live.append_reads([(piece, time.monotonic()) for piece in pieces[at : at + 3]])
+    return live
+
+
+def from_database(capture: models.Capture, after: int) -> dict:
+    """The snapshot a viewer elsewhere reads, its pages as one message."""
+    pager = SnapshotPager(models.Capture.objects.get(pk=capture.pk), after)
+    frames, last = [], None
+    while (page := pager.next_page()) is not DONE:
+        if page is not None:
+            frames += page["frames"]
+            last = page
+    return {**last, "frames": frames}
+
+
+def shown(message: dict) -> dict:
+    """What a snapshot shows: rows, cards, refusal."""
+    return {
+        "frames": [(frame["number"], frame["html"]) for frame in message["frames"]],
+        "calls": [(call["position"], call["html"]) for call in message["calls"]],
+        "refusal": message["refusal"],
+        "refusal_html": message["refusal_html"],
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("after", [-1, 3, 6])
+def test_the_snapshot_from_memory_is_the_one_the_database_gives(after):
+    live = recorded(two_calls())
+    memory = live.snapshot(after)
+    assert memory is not None and memory["type"] == "snapshot" and memory["more"] is False
+    assert shown(memory) == shown(from_database(live.capture, after))
+    numbers = [frame["number"] for frame in memory["frames"]]
+    # After the viewer's last frame; before it, the rows of its page with calls or marks.
+    assert numbers == {-1: list(range(8)), 3: [1, 2, 3, 4, 5, 6, 7], 6: [1, 2, 3, 5, 6, 7]}[after]
+    assert [position for position, _ in shown(memory)["calls"]] == [0, 1]
+
+
+@pytest.mark.django_db
+def test_the_snapshot_from_memory_makes_no_query(django_assert_num_queries):
+    live = recorded(two_calls())
+    with django_assert_num_queries(0):
+        assert live.snapshot(-1) is not None
+
+
+@pytest.mark.django_db
+def test_the_snapshot_leaves_the_watching_viewers_cards_as_they_were():
+    """Rendering every card for a joiner does not count as the watchers'
+    render: the card changed since is still due to them."""
+    live = recorded(two_calls())
+    live.snapshot(-1)
+    assert live.held_back
+    held = live.held_cards()
+    assert held is not None and [call["position"] for call in held["calls"]] == [0, 1]
+
+
+@pytest.mark.django_db
+def test_rows_no_longer_kept_send_the_viewer_to_the_database(monkeypatch):
+    pieces = two_calls()
+    row = len(recorded(pieces[:1]).snapshot(-1)["frames"][0]["html"])
+    monkeypatch.setattr(session, "ROWS_KEPT_HTML", 3 * row)
+    live = recorded(pieces)
+    assert live.snapshot(-1) is None  # the viewer's page starts at frame 0, not kept
+    monkeypatch.setattr(session, "ROWS_KEPT_HTML", 100 * row)
+    assert recorded(pieces).snapshot(-1) is not None
+
+
+@pytest.mark.django_db
+def test_a_closed_capture_has_no_snapshot_in_memory():
+    live = recorded(two_calls())
+    live.close()
+    assert live.snapshot(-1) is None
+
+
+async def connect(path: str) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(application, path)
+    assert (await comm.connect(timeout=5))[0]
+    return comm
+
+
+async def until_stored(recording: SocketRecording, count: int) -> None:
+    while recording.live._kept_html == 0 or len(recording.live._kept) < count:
+        await asyncio.sleep(0.005)
+
+
+async def frames_until_finished(comm) -> list[int]:
+    numbers, message = [], {"type": ""}
+    while message["type"] != "finished":
+        message = await comm.receive_json_from(timeout=5)
+        numbers += [frame["number"] for frame in message["frames"]]
+    return numbers
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_viewer_of_a_recording_here_reads_no_page(monkeypatch):
+    def no_page(self):
+        raise AssertionError("the snapshot was read from the database")
+
+    monkeypatch.setattr(SnapshotPager, "next_page", no_page)
+    recording = SocketRecording.open(stream_format="sse", title="t")
+    assert await recording.ready()
+    assert recording_of(recording.slug) is recording
+    pieces = two_calls()
+    for piece in pieces[:5]:
+        recording.feed(piece, time.monotonic())
+    await until_stored(recording, 5)
+    comm = await connect(f"/ws/captures/{recording.slug}/?after=-1")
+    snapshot = await comm.receive_json_from(timeout=5)
+    assert snapshot["type"] == "snapshot"
+    assert [frame["number"] for frame in snapshot["frames"]] == [0, 1, 2, 3, 4]
+    assert [call["position"] for call in snapshot["calls"]] == [0]
+    for piece in [*pieces[5:], chunk({}, "tool_calls"), b"data: [DONE]\n\n"]:
+        recording.feed(piece, time.monotonic())
+    await recording.finish()
+    assert await frames_until_finished(comm) == [5, 6, 7, 8, 9]
+    assert recording_of(recording.slug) is None
+    await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_viewer_needing_rows_no_longer_kept_reads_the_database(monkeypatch):
+    monkeypatch.setattr(session, "ROWS_KEPT_HTML", 1)  # one row kept
+    recording = SocketRecording.open(stream_format="sse", title="t")
+    assert await recording.ready()
+    pieces = two_calls()
+    for piece in pieces[:5]:
+        recording.feed(piece, time.monotonic())
+    await until_stored(recording, 1)
+    while recording.live._kept[-1][0]["number"] < 4:
+        await asyncio.sleep(0.005)
+    comm = await connect(f"/ws/captures/{recording.slug}/?after=-1")
+    snapshot = await comm.receive_json_from(timeout=5)
+    assert [frame["number"] for frame in snapshot["frames"]] == [0, 1, 2, 3, 4]
+    for piece in pieces[5:]:
+        recording.feed(piece, time.monotonic())
+    await recording.finish()
+    assert await frames_until_finished(comm) == [5, 6, 7]
+    await comm.disconnect()
