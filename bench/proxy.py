@@ -26,7 +26,9 @@ default) reads a stream through the proxy while a websocket viewer watches its c
 page's channel (`/ws/captures/<slug>/`): per frame, viewer latency = the viewer's receipt
 - the fake's write (target p99 <= 20 ms, 0 lost; frames already in the viewer's snapshot
 when it joined are not counted: the pages of its snapshot, which a viewer joining a
-stream already flowing gets first).
+stream already flowing gets first).  `--viewer-rounds N` runs it N times, each reported
+(its p99 moved from 20 to 130 ms between rounds of the same code on a busy 2-core machine):
+the target holds when it holds in every round.
 
 A burst round (`--burst-frames`, no pace) shows the relay's speed when the recorder
 can't keep up (it waits while reads keep coming) and how long the response's end then
@@ -227,6 +229,12 @@ def main() -> int:
     parser.add_argument(
         "--viewer-pace-ms", type=float, default=1, help="viewer round's pace (1 = 1,000 frames/s)"
     )
+    parser.add_argument(
+        "--viewer-rounds",
+        type=int,
+        default=1,
+        help="viewer rounds (1), each reported; the target holds if it holds in every one",
+    )
     parser.add_argument("--burst-frames", type=int, default=5000, help="burst stream (5000)")
     parser.add_argument(
         "--gap-ms", type=float, default=0, help="pause between streams (0: back to back)"
@@ -292,12 +300,15 @@ def main() -> int:
                         file=sys.stderr,
                     )
 
-            cpu_before = cpu_seconds(server)
-            viewer = viewer_latency(fake, proxy, "steady")
-            # The proxy's CPU a frame over the viewer's stream (relay, recording, the
-            # viewer's messages): user + system from /proc, as in live_viewer.py.
-            cpu = cpu_seconds(server) - cpu_before
-            viewer["server_cpu_us_per_frame"] = round(cpu / viewer["frames"] * 1e6, 1)
+            viewers = []
+            for _ in range(max(1, args.viewer_rounds)):
+                cpu_before = cpu_seconds(server)
+                viewer = viewer_latency(fake, proxy, "steady")
+                # The proxy's CPU a frame over the viewer's stream (relay, recording, the
+                # viewer's messages): user + system from /proc, as in live_viewer.py.
+                cpu = cpu_seconds(server) - cpu_before
+                viewer["server_cpu_us_per_frame"] = round(cpu / viewer["frames"] * 1e6, 1)
+                viewers.append(viewer)
 
             # burst: no pace; how long after the client's last byte is the capture closed?
             fake.reset()
@@ -355,7 +366,8 @@ def main() -> int:
                     way: sorted(values, reverse=True)[:10] for way, values in worst.items()
                 },
             },
-            "viewer": {**viewer, "pace_ms": args.viewer_pace_ms},
+            "viewer_pace_ms": args.viewer_pace_ms,
+            "viewers": viewers,
             "end_after_last_frame_ms": {
                 "p50": quantile(tails, 0.5),
                 "max": max(tails),
@@ -395,23 +407,33 @@ def main() -> int:
         f"a proxied response ends {tail['p50']:.1f} ms (p50; max {tail['max']:.1f}) after its last"
         " frame: the capture is closed first"
     )
-    v = report["viewer"]
+    rate = 1000 / report["viewer_pace_ms"]
+    for number, v in enumerate(report["viewers"], 1):
+        lines.append(
+            f"viewer through the proxy (round {number}), {v['frames']} frames at {rate:g}/s asked"
+            f" ({v['rate_achieved']:.0f}/s achieved):"
+            f" p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms, max {v['max']:.1f} ms"
+            f" ({v['measured']} measured, {v['in_snapshot']} in the snapshot);"
+            f" lost {v['lost']}, live twice {v['seen_twice']};"
+            f" the viewer had the last frame {v['done_after_last_frame_ms']:.1f} ms after it"
+            " was sent"
+        )
+        lines.append(
+            f"  once the viewer had caught up (its snapshot sent, after"
+            f" {v['measured'] - v['steady_measured']} live frames): p99 {v['steady_p99']:.1f} ms"
+            f" ({v['steady_measured']} frames); the proxy's CPU {v['server_cpu_us_per_frame']} us"
+            f" a frame"
+        )
+    p99s = [v["p99"] for v in report["viewers"]]
+    met = all(p99 <= VIEWER_P99_MS for p99 in p99s)
     lines.append(
-        f"viewer through the proxy, {v['frames']} frames at {1000 / v['pace_ms']:g}/s asked"
-        f" ({v['rate_achieved']:.0f}/s achieved):"
-        f" p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms, max {v['max']:.1f} ms"
-        f" ({v['measured']} measured, {v['in_snapshot']} in the snapshot);"
-        f" lost {v['lost']}, live twice {v['seen_twice']};"
-        f" the viewer had the last frame {v['done_after_last_frame_ms']:.1f} ms after it was sent"
-        f"  target p99 <= {VIEWER_P99_MS:g} ms: {'met' if v['p99'] <= VIEWER_P99_MS else 'MISSED'}"
-    )
-    lines.append(
-        f"  once the viewer had caught up (its snapshot sent): p99 {v['steady_p99']:.1f} ms"
-        f" ({v['steady_measured']} frames); the proxy's CPU {v['server_cpu_us_per_frame']} us"
-        f" a frame"
+        f"viewer p99 per round {', '.join(f'{p99:.1f}' for p99 in p99s)} ms (median"
+        f" {statistics.median(p99s):.1f}); target p99 <= {VIEWER_P99_MS:g} ms in every round:"
+        f" {'met' if met else 'MISSED'}"
     )
     lost = report["frames_lost"]
-    total_lost = lost["relayed"] + lost["stored"] + lost["burst"] + v["lost"]
+    viewers_lost = sum(v["lost"] for v in report["viewers"])
+    total_lost = lost["relayed"] + lost["stored"] + lost["burst"] + viewers_lost
     lines.append(
         f"frames lost: {total_lost} (relayed {lost['relayed']}, stored {lost['stored']},"
         f" burst {lost['burst']})  target 0: {'met' if total_lost == 0 else 'MISSED'}"
