@@ -81,15 +81,19 @@ class CaptureConsumer(JsonConsumer):
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        recording = recording_of(slug)  # this process writes it: the snapshot from memory
-        live = recording.live if recording is not None else None
-        capture = live.capture if live is not None else await _find_capture(slug)
-        if capture is None:
+        # This process writes it: the snapshot, and the capture's row, from memory.
+        recording = recording_of(slug)
+        capture = None if recording is not None else await _find_capture(slug)
+        if recording is None and capture is None:
             await self.close(code=4404)
             return
+        self.slug = slug
         self.group = capture_group(slug)
+        self.after = _after(self.scope)
         self.held: list[dict[str, Any]] | None = []  # live messages, while paging
-        self.pager = SnapshotPager(capture, _after(self.scope))
+        # What the viewer was sent (the snapshot's pages, then live batches); made
+        # with the snapshot when it comes from memory.
+        self.pager: SnapshotPager | None = capture and SnapshotPager(capture, self.after)
         self.heard = time.monotonic()  # when the last live message came
         self.finished = False  # the closing message went out
         # Each call's card sent, as of which frame: a late message's older card is dropped.
@@ -102,11 +106,19 @@ class CaptureConsumer(JsonConsumer):
     async def _send_snapshot(self, recording: Recorder | None) -> None:
         # Asked after joining the group, as the pages are: a frame stored
         # after the snapshot was taken comes in a live message.
-        whole = await recording.snapshot(self.pager.sent_up_to) if recording else None
-        if whole is not None:
+        memory = await recording.snapshot(self.after) if recording is not None else None
+        if memory is not None:
+            whole, capture = memory
+            self.pager = SnapshotPager(capture, self.after)
             self.pager.given(whole)
             await self._send_rows(whole)
         else:
+            if self.pager is None:  # the recording closed meanwhile: the capture as stored
+                capture = await _find_capture(self.slug)
+                if capture is None:
+                    await self.close(code=4404)
+                    return
+                self.pager = SnapshotPager(capture, self.after)
             await self._send_pages()
         while self.held:
             await self._forward(self.held.pop(0))

@@ -190,7 +190,9 @@ class Recorder:
                 capture.dialect, capture.dialect_basis = self.hint, dialects.URL
                 capture.save(update_fields=["dialect", "dialect_basis"])
         # The capture's clock starts when the request was sent upstream.
-        self.live = LiveCapture(capture, clock=self.clock, dialect=self.dialect, hint=self.hint)
+        self.live = LiveCapture(
+            capture, clock=self.clock, dialect=self.dialect, hint=self.hint, keep_rows=True
+        )
         self.clock.pinned = None
 
     async def ready(self) -> bool:
@@ -296,10 +298,10 @@ class Recorder:
             scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
         return self.live.append_reads([(data, arrived) for data, arrived in scrubbed if data])
 
-    async def snapshot(self, after: int) -> SnapshotMessage | None:
-        """What a viewer who has the frames up to `after` needs first, from
-        this recording's memory (`LiveCapture.snapshot`: no query, so any
-        thread); None when it is not there to give."""
+    async def snapshot(self, after: int) -> tuple[SnapshotMessage, models.Capture] | None:
+        """What a viewer who has the frames up to `after` needs first, and
+        the capture's row, from this recording's memory (`LiveCapture.
+        snapshot`: no query, so any thread); None when it is not there to give."""
         live = self.live
         if live is None or self._failed:
             return None

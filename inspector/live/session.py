@@ -11,9 +11,9 @@ so a fast stream cannot overflow a channel's capacity.
 The ORM calls here are synchronous; async callers wrap them in
 `sync_to_async` (see `recorder.py`).
 
-A live capture also keeps the rows it stored last (`snapshot`): a viewer who
-joins a capture this process records gets them, and every call's card, from
-memory, at once.  From the database (`snapshot.SnapshotPager`) the same
+A recorder's live capture also keeps the rows it stored last (`snapshot`): a
+viewer who joins a capture this process records gets them, and every call's
+card, from memory, at once.  From the database (`snapshot.SnapshotPager`) the same
 snapshot means reading every frame from the first and assembling them again,
 which at thousands of frames a second took the viewer 100-300 ms to catch up
 (bench/README.md).
@@ -27,6 +27,7 @@ import time
 from collections import deque
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS
 from django.template.loader import get_template
 
 from inspector.assembly import AUTO_DIALECT, STRICT
@@ -87,6 +88,7 @@ class LiveCapture:
         dialect: str = AUTO_DIALECT,
         hint: str | None = None,
         started: float | None = None,
+        keep_rows: bool = False,
     ) -> None:
         self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, insert=LIVE)
         self.capture = capture
@@ -95,21 +97,29 @@ class LiveCapture:
         self._clock = clock
         self._started = clock() if started is None else started
         self.rows = LiveCards(capture.slug, self.strict)
-        # The rows stored last, oldest first, and their HTML's length in all;
-        # `_kept_from`: the first frame whose row is kept or will be (None: the
-        # frames stored before this process took over have no row here).
+        # `keep_rows` (a recorder's capture, `recorder.recording_of`): the rows
+        # stored last are kept, oldest first, for `snapshot`, with their HTML's
+        # length in all.  Not once another process stored frames (`catch_up`).
+        self._keeping = keep_rows
         self._kept: deque[Row] = deque()
         self._kept_html = 0
-        self._kept_from: int | None = 0
-        # The writing thread appends while a joining viewer's `snapshot` reads.
+        # The writing thread appends while a joining viewer's `snapshot` reads;
+        # `_closing` answers a joiner at once while the close holds the lock.
         self._lock = threading.Lock()
+        self._closing = False
         warm_up()
 
     @classmethod
     def open(
-        cls, *, stream_format: str = "sse", dialect: str = AUTO_DIALECT, **meta: Any
+        cls,
+        *,
+        stream_format: str = "sse",
+        dialect: str = AUTO_DIALECT,
+        keep_rows: bool = False,
+        **meta: Any,
     ) -> LiveCapture:
-        return cls(open_capture(stream_format=stream_format, **meta), dialect=dialect)
+        capture = open_capture(stream_format=stream_format, **meta)
+        return cls(capture, dialect=dialect, keep_rows=keep_rows)
 
     @classmethod
     def resume(cls, capture: models.Capture, received: bytes, *, dialect: str) -> LiveCapture:
@@ -130,7 +140,7 @@ class LiveCapture:
             self.writer.replay(data)
             self.rows.caught_up()
             self._kept.clear()
-            self._kept_html, self._kept_from = 0, None
+            self._kept_html, self._keeping = 0, False
 
     @property
     def slug(self) -> str:
@@ -156,9 +166,7 @@ class LiveCapture:
         with self._lock:
             self.writer.feed(data)
             now = self.elapsed_ms()
-            rows = self._rows(self.writer.flush(now), now)
-            self._keep(rows)
-            return self._message(rows, throttle=throttle)
+            return self._message(self._rows(self.writer.flush(now), now), throttle=throttle)
 
     def append_reads(self, reads: list[tuple[bytes, float]]) -> FramesMessage | None:
         """Take a batch of reads, each `(bytes, clock time it arrived)`; the
@@ -208,17 +216,25 @@ class LiveCapture:
         with self._lock:
             return self._message(self._rows([], self.elapsed_ms()), throttle=False)
 
-    def snapshot(self, after: int) -> SnapshotMessage | None:
+    def snapshot(self, after: int) -> tuple[SnapshotMessage, models.Capture] | None:
         """What a viewer who has the frames up to `after` needs first, from
         memory: the rows kept after `after` (and those of the viewer's page
         of frames with calls or marks: its rows as stored lack them), every
-        call's card and the refusal as they are now; None when the rows
-        needed are no longer kept, or the capture closed: the viewer reads
-        the database (`snapshot.SnapshotPager`).  No query."""
+        call's card and the refusal as they are now, with a copy of the
+        capture's row as of then (`_detached`); None when the rows needed are
+        not kept, or the capture closes: the viewer reads the database
+        (`snapshot.SnapshotPager`).  No query.  The cards are rendered under
+        the lock, so the recording's next batch waits for them (about 3 ms a
+        card here).  The rows are
+        those the watching viewers got: a frame read before the header of
+        its call (arguments first) carries that call from the close on, as
+        for them; the database's pages, assembled again, show it at once."""
         page_start = max(0, after) // FRAMES_PER_PAGE * FRAMES_PER_PAGE
+        if self._closing or not self._keeping:
+            return None
         with self._lock:
-            kept_from = self._kept[0][0]["number"] if self._kept else self._kept_from
-            if self.closed or kept_from is None or page_start < kept_from:
+            kept_from = self._kept[0][0]["number"] if self._kept else 0  # none stored yet
+            if self.closed or not self._keeping or page_start < kept_from:
                 return None
             entries = [
                 entry
@@ -233,13 +249,14 @@ class LiveCapture:
                 self.rows.refusal_html(),
                 self.rows.current_dialect_html(self.writer.basis),
             )
+            capture = _detached(self.capture)
         message["more"] = False
-        return message
+        return message, capture
 
     def _keep(self, rows: list[Row]) -> None:
         """Keep the rows of frames just stored, dropping the oldest past
         ROWS_KEPT_HTML."""
-        if self._kept_from is None:
+        if not self._keeping:
             return
         kept = self._kept
         for row in rows:
@@ -254,6 +271,7 @@ class LiveCapture:
         the finished page's main part on it, every card as stored (rendering
         them here was a fifth of a 25,000-frame capture's close, for rows the
         page replaced at once)."""
+        self._closing = True
         with self._lock:
             if self.closed:
                 raise RuntimeError("live capture closed twice")
@@ -303,6 +321,13 @@ class LiveCapture:
             self.rows.refusal_html(),
             self.rows.dialect_html(self.writer.basis),
         )
+
+
+def _detached(capture: models.Capture) -> models.Capture:
+    """A copy of `capture`'s row as it is now, its raw bytes deferred: a
+    viewer's copy, which the recording's thread does not change under it."""
+    names = [field.attname for field in capture._meta.concrete_fields if field.attname != "raw"]
+    return models.Capture.from_db(DEFAULT_DB_ALIAS, names, [getattr(capture, n) for n in names])
 
 
 __all__ = ["LiveCapture"]

@@ -71,6 +71,12 @@ async def test_a_late_joiner_of_a_live_capture_gets_every_frame_once_in_order(
     settings.INSPECTOR_SNAPSHOT_FRAMES = 7
     if snapshot_from == "database":
         monkeypatch.setattr(consumers, "recording_of", lambda slug: None)
+    else:
+
+        def no_page(pager):
+            raise AssertionError("the snapshot was read from the database")
+
+        monkeypatch.setattr(snapshot.SnapshotPager, "next_page", no_page)
     recording = SocketRecording.open(stream_format="sse", title="t")
     assert await recording.ready()
     header = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a":'}}

@@ -66,8 +66,12 @@ async def test_a_subscriber_after_all_left_gets_its_messages(endless_sleep):
         (shard,) = layer._get_layer()._shards
         for name in list(shard._subscribed_to):
             await shard.unsubscribe(name)
-        while shard._pubsub.subscribed:
-            await asyncio.sleep(0.01)
+
+        async def none_left():
+            while shard._pubsub.subscribed:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(none_left(), 2)
         other = await layer.new_channel()
         await layer.group_add("again", other)
         await layer.group_send("again", {"type": "later"})

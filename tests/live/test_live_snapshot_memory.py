@@ -2,9 +2,12 @@
 the recording's memory (`LiveCapture.snapshot`): the rows it stored last and
 every call's card, no query; the same snapshot the database gives
 (`snapshot.SnapshotPager`), which a viewer elsewhere, or one needing rows no
-longer kept, still reads."""
+longer kept, still reads.  (Not quite the same for a frame read before its
+call's header, alone in its batch: its row, as the watching viewers got it,
+names the call only from the close on.)"""
 
 import asyncio
+import threading
 import time
 
 import orjson
@@ -42,8 +45,9 @@ def two_calls() -> list[bytes]:
 
 
 def recorded(pieces: list[bytes]) -> session.LiveCapture:
-    """A live capture fed as a recorder feeds it: a batch of reads at a time."""
-    live = session.LiveCapture.open(stream_format="sse", title="t")
+    """A live capture fed as a recorder feeds it: a batch of reads at a time,
+    its rows kept."""
+    live = session.LiveCapture.open(stream_format="sse", title="t", keep_rows=True)
     for at in range(0, len(pieces), 3):
         live.append_reads([(piece, time.monotonic()) for piece in pieces[at : at + 3]])
     return live
@@ -74,8 +78,8 @@ def shown(message: dict) -> dict:
 @pytest.mark.parametrize("after", [-1, 3, 6])
 def test_the_snapshot_from_memory_is_the_one_the_database_gives(after):
     live = recorded(two_calls())
-    memory = live.snapshot(after)
-    assert memory is not None and memory["type"] == "snapshot" and memory["more"] is False
+    memory, _ = live.snapshot(after)
+    assert memory["type"] == "snapshot" and memory["more"] is False
     assert shown(memory) == shown(from_database(live.capture, after))
     numbers = [frame["number"] for frame in memory["frames"]]
     # After the viewer's last frame; before it, the rows of its page with calls or marks.
@@ -104,12 +108,63 @@ def test_the_snapshot_leaves_the_watching_viewers_cards_as_they_were():
 @pytest.mark.django_db
 def test_rows_no_longer_kept_send_the_viewer_to_the_database(monkeypatch):
     pieces = two_calls()
-    row = len(recorded(pieces[:1]).snapshot(-1)["frames"][0]["html"])
+    row = len(recorded(pieces[:1]).snapshot(-1)[0]["frames"][0]["html"])
     monkeypatch.setattr(session, "ROWS_KEPT_HTML", 3 * row)
     live = recorded(pieces)
     assert live.snapshot(-1) is None  # the viewer's page starts at frame 0, not kept
     monkeypatch.setattr(session, "ROWS_KEPT_HTML", 100 * row)
     assert recorded(pieces).snapshot(-1) is not None
+
+
+@pytest.mark.django_db
+def test_the_snapshot_comes_with_a_copy_of_the_capture_row_without_its_bytes():
+    """The viewer's copy: the recording's thread changes its own as the
+    stream goes, and its raw bytes, once written, are the whole stream."""
+    live = recorded(two_calls())
+    _, capture = live.snapshot(-1)
+    assert capture is not live.capture and capture.pk == live.capture.pk
+    assert (capture.slug, capture.outcome, capture.stream_format) == (
+        live.capture.slug,
+        "live",
+        "sse",
+    )
+    assert capture.get_deferred_fields() == {"raw"}
+
+
+@pytest.mark.django_db
+def test_only_a_recorder_s_capture_keeps_its_rows():
+    """HTTP ingest's captures (`append`, any process) are never served from
+    memory: they keep no rows."""
+    live = session.LiveCapture.open(stream_format="sse", title="t")
+    for piece in two_calls():
+        live.append_reads([(piece, time.monotonic())])
+    assert live.snapshot(-1) is None and not live._kept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_joiner_during_the_close_is_answered_at_once(monkeypatch):
+    """The close holds the capture for as long as it writes (seconds for a
+    big one): a joiner is sent to the database at once, not kept waiting."""
+    live = recorded(two_calls())
+    writing, release = threading.Event(), threading.Event()
+    released: list[bool] = []  # whether the close was let go on, or gave up waiting
+    finish = live.writer.finish
+
+    def slow_finish(**meta):
+        writing.set()
+        released.append(release.wait(5))
+        return finish(**meta)
+
+    monkeypatch.setattr(live.writer, "finish", slow_finish)
+    closing = threading.Thread(target=live.close)
+    closing.start()
+    try:
+        assert writing.wait(5)
+        assert live.snapshot(-1) is None  # had it waited for the lock, the close gave up first
+    finally:
+        release.set()
+        closing.join(10)
+    assert released == [True]
 
 
 @pytest.mark.django_db
