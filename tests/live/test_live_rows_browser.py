@@ -71,4 +71,8 @@ def test_frames_added_live_carry_their_event_and_type(
     expect(page.locator("[data-live-status]")).to_have_text("live", timeout=10_000)
     for number, cell in live_labels.items():
         assert label_cell(page, number).inner_html() == cell, number
+    # Closed with no page watching: a watching page fetches the finished page (and its
+    # lenses) as the close answers, queries still running when the test database is
+    # emptied; on PostgreSQL one deadlocked the teardown's TRUNCATE.
+    page.goto("about:blank")
     post(opened["close_url"])
