@@ -225,12 +225,12 @@ class LiveCapture:
         not kept, or the capture closes: the viewer reads the database
         (`snapshot.SnapshotPager`).  No query.  The cards are rendered under
         the lock, so the recording's next batch waits for them (about 3 ms a
-        card here).  The rows are
-        those the watching viewers got: a frame read before the header of
-        its call (arguments first) carries that call from the close on, as
-        for them; the database's pages, assembled again, show it at once."""
+        card here).  The rows are those the watching viewers got: a frame
+        read before the header of its call (arguments first) carries that
+        call from the close on, as for them; the database's pages, assembled
+        again, show it at once."""
         page_start = max(0, after) // FRAMES_PER_PAGE * FRAMES_PER_PAGE
-        if self._closing or not self._keeping:
+        if self._closing:  # the close holds the lock for as long as it writes
             return None
         with self._lock:
             kept_from = self._kept[0][0]["number"] if self._kept else 0  # none stored yet

@@ -8,7 +8,11 @@ import threading
 import time
 from collections.abc import Callable
 
+import orjson
+
 CANARY = "sk-canary-SECRET123"
+
+
 SECRET_MARK = "SECRET123"
 TOOLS = [
     {
@@ -28,6 +32,15 @@ TOOLS = [
         },
     }
 ]
+
+
+def chat_chunk(
+    delta: dict, finish: str | None = None, *, chunk_id: str = "c1", model: str = "m"
+) -> bytes:
+    """One chat completions SSE block whose one choice carries `delta`."""
+    body = {"id": chunk_id, "model": model, "choices": [{"index": 0, "delta": delta}]}
+    body["choices"][0]["finish_reason"] = finish
+    return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 def text_stream(words: int) -> str:

@@ -9,6 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from live_helpers import chat_chunk as chunk
 
 from inspector.asgi import application
 from inspector.captures import models
@@ -17,12 +18,6 @@ from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def chunk(delta, finish=None):
-    body = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 def text_stream(words):

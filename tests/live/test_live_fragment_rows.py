@@ -3,8 +3,10 @@ frames that bring them, so its close writes only what is left; whatever
 happened on the way (another process's appends, a failed batch, calls the
 assembler made anew), the stored rows are an upload's of the same bytes."""
 
-import orjson
+from functools import partial
+
 import pytest
+from live_helpers import chat_chunk
 
 from inspector.assembly import STRICT, assemble
 from inspector.captures import models, store, writer
@@ -21,10 +23,7 @@ def every_batch(monkeypatch):
     monkeypatch.setattr(writer, "FRAGMENT_SECONDS", 0.0)
 
 
-def chunk(delta, finish=None):
-    body = {"id": "c1", "model": "m-live", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+chunk = partial(chat_chunk, model="m-live")
 
 
 def arguments(index, text):

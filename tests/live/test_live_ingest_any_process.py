@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from functools import partial
 
 import orjson
 import pytest
-from live_helpers import Viewer, stored, ws_url
+from live_helpers import Viewer, chat_chunk, stored, ws_url
 
 pytestmark = [
     pytest.mark.skipif(
@@ -29,10 +30,7 @@ pytestmark = [
 pytest.importorskip("websockets.sync.client")  # the viewers in live_helpers use it
 
 
-def chunk(delta: dict, finish: str | None = None) -> bytes:
-    body = {"id": "c3", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+chunk = partial(chat_chunk, chunk_id="c3")
 
 
 def stream() -> bytes:

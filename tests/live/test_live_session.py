@@ -2,9 +2,10 @@
 upload would be, and one batch message per read."""
 
 import math
+from functools import partial
 
-import orjson
 import pytest
+from live_helpers import chat_chunk
 
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
@@ -16,10 +17,7 @@ from inspector.live.session import LiveCapture
 pytestmark = pytest.mark.django_db
 
 
-def chunk(delta, finish=None):
-    body = {"id": "c1", "model": "m-live", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+chunk = partial(chat_chunk, model="m-live")
 
 
 def call_stream():

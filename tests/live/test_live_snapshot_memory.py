@@ -10,21 +10,15 @@ import asyncio
 import threading
 import time
 
-import orjson
 import pytest
 from channels.testing import WebsocketCommunicator
+from live_helpers import chat_chunk as chunk
 
 from inspector.asgi import application
 from inspector.captures import models
 from inspector.live import session
 from inspector.live.recorder import SocketRecording, recording_of
 from inspector.live.snapshot import DONE, SnapshotPager
-
-
-def chunk(delta, finish=None):
-    body = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 def two_calls() -> list[bytes]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import urllib.request
+from functools import partial
 
 import orjson
 import pytest
-from live_helpers import Viewer, ws_url
+from live_helpers import Viewer, chat_chunk, ws_url
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="needs REDIS_URL: two processes share a Redis layer"
@@ -23,10 +24,7 @@ pytest.importorskip("websockets.sync.client")  # the viewers in live_helpers use
 WORDS = 400
 
 
-def chunk(delta: dict, finish: str | None = None) -> bytes:
-    body = {"id": "c2", "model": "m", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+chunk = partial(chat_chunk, chunk_id="c2")
 
 
 def stream() -> list[bytes]:
