@@ -161,11 +161,18 @@ class Call:
         return self._cut(frames, starts)
 
     def _cut(self, frames: array[int], starts: array[int]) -> Iterator[tuple[int, int, str]]:
-        """The fragments of compacted pieces: the text cut at their offsets."""
-        text = "".join(self.pieces)
+        """The fragments of compacted pieces: the text from the first of them
+        on (not the whole call's: an upload asks for each step's new
+        fragments, `FragmentLog.new_rows`), cut at their offsets."""
+        pieces, base, skipped = self.pieces, 0, 0
+        first = starts[0] if starts else 0
+        while skipped < len(pieces) and base + len(pieces[skipped]) <= first:
+            base += len(pieces[skipped])
+            skipped += 1
+        text = "".join(pieces[skipped:])
         for slot, (frame, at) in enumerate(zip(frames, starts, strict=True)):
-            end = starts[slot + 1] if slot + 1 < len(starts) else len(text)
-            yield frame, at, text[at:end]
+            end = starts[slot + 1] - base if slot + 1 < len(starts) else len(text)
+            yield frame, at, text[at - base : end]
 
     def compact(self) -> None:
         """Join the texts of the fragments taken since the last `compact`

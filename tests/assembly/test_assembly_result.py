@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import orjson
@@ -31,6 +32,7 @@ from inspector.assembly import (
     StreamAssembler,
     assemble,
 )
+from inspector.assembly.result import Call
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -458,3 +460,25 @@ def test_the_event_log_reads_as_events_and_keeps_deltas_out_of_the_cyclic_gc():
     assert len(stored) == 3
     gc.collect()
     assert not any(gc.is_tracked(item) for item in stored)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_compacted_calls_fragments_from_any_start_are_its_fragments(seed):
+    """`Call.iter_fragments(start)` after `compact` joined some of the pieces
+    (as an upload does every step) cuts the same fragments as before, reading
+    the text from the start-th fragment on."""
+    rng = random.Random(seed)
+    call = Call(0, 0)
+    expected, offset = [], 0
+    for frame in range(rng.randint(1, 60)):
+        piece = "".join(rng.choice('ab{}":') for _ in range(rng.randint(1, 5)))
+        call.pieces.append(piece)
+        call.fragment_frames.append(frame)
+        call.fragment_starts.append(offset)
+        expected.append((frame, offset, piece))
+        offset += len(piece)
+        if rng.random() < 0.3:
+            call.compact()
+    assert len(call.pieces) < len(expected)  # some were joined
+    for start in range(len(expected) + 1):
+        assert list(call.iter_fragments(start)) == expected[start:]
