@@ -174,6 +174,12 @@ INSPECTOR_MAX_CAPTURES_PER_UPLOAD = int(os.environ.get("INSPECTOR_MAX_CAPTURES_P
 # Frames written per write transaction when an upload is stored: no upload holds the
 # database's write lock (SQLite has one) for longer than one such batch.
 INSPECTOR_UPLOAD_BATCH_FRAMES = int(os.environ.get("INSPECTOR_UPLOAD_BATCH_FRAMES", 500))
+# On SQLite, an upload of at least this many bytes has its steps written by a child process
+# while this one reads the next (inspector/captures/step_writers.py); negative: never.  A
+# child starts in tens of milliseconds: about what storing 1 MB takes.
+INSPECTOR_UPLOAD_WRITER_PROCESS_BYTES = int(
+    os.environ.get("INSPECTOR_UPLOAD_WRITER_PROCESS_BYTES", 2 * 1024 * 1024)
+)
 # An upload of at least this many frames has PostgreSQL refresh the frames table's
 # statistics when it is stored (inspector/captures/planner_stats.py).
 INSPECTOR_ANALYZE_AFTER_FRAMES = int(os.environ.get("INSPECTOR_ANALYZE_AFTER_FRAMES", 10_000))

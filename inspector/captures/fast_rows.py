@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connection, models
 
@@ -38,9 +38,7 @@ def insert_rows(
     """Insert `rows` (tuples of the values of `fields`, in that order) into
     `model`'s table, in the caller's transaction (`one_statement`: see the
     module's docstring)."""
-    quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
-    columns = ", ".join(quote(model._meta.get_field(name).column) for name in fields)
+    table, columns = _table_and_columns(model, fields)
     if connection.vendor == "postgresql":
         _copy(f"COPY {table} ({columns}) FROM STDIN", rows)
         return
@@ -49,14 +47,77 @@ def insert_rows(
     database = _sqlite_connection()
     with connection.wrap_database_errors:
         if not one_statement:
+            sql = sqlite_insert(model, fields)
             while batch := list(islice(rows, ROWS_PER_INSERT)):
-                database.executemany(f"INSERT INTO {table} ({columns}) VALUES {one}", batch)
+                database.executemany(sql, batch)
             return
         per_insert = min(ROWS_PER_INSERT, SQLITE_PARAMETERS // len(fields))
         while batch := list(islice(rows, per_insert)):
             values = [value for row in batch for value in row]
             sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(batch))}"
             database.execute(sql, values)
+
+
+def sqlite_insert(model: type[models.Model], fields: Sequence[str]) -> str:
+    """SQLite's INSERT of one row of `fields` into `model`'s table, with `?`
+    placeholders (for `executemany`)."""
+    table, columns = _table_and_columns(model, fields)
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['?'] * len(fields))})"
+
+
+def sqlite_update(model: type[models.Model], fields: Sequence[str]) -> str:
+    """SQLite's UPDATE of `fields` of the row of `model` whose key is the last `?`."""
+    quote = connection.ops.quote_name
+    meta = model._meta
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = ?" for name in fields)
+    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = ?"
+
+
+def _table_and_columns(model: type[models.Model], fields: Sequence[str]) -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(name).column) for name in fields)
+    return quote(model._meta.db_table), columns
+
+
+class RowSink(Protocol):
+    """Where a step of a write sends its rows: this process's connection
+    (`IN_PROCESS`), or statements a writer process runs (`step_writers`);
+    `behind` says the latter (its rows are written while this process goes on)."""
+
+    behind: bool
+
+    def insert(
+        self,
+        model: type[models.Model],
+        fields: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        *,
+        one_statement: bool = False,
+    ) -> None: ...
+
+    def update(self, model: type[models.Model], pk: Any, **values: Any) -> None: ...
+
+
+class InProcess:
+    """Rows written at once by this thread's connection, in its transaction."""
+
+    behind = False
+
+    def insert(
+        self,
+        model: type[models.Model],
+        fields: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        *,
+        one_statement: bool = False,
+    ) -> None:
+        insert_rows(model, fields, rows, one_statement=one_statement)
+
+    def update(self, model: type[models.Model], pk: Any, **values: Any) -> None:
+        model._default_manager.filter(pk=pk).update(**values)
+
+
+IN_PROCESS = InProcess()
 
 
 def _sqlite_connection() -> Any:
@@ -78,4 +139,4 @@ def _copy(sql: str, rows: Iterable[Sequence[Any]]) -> None:
                 copy.write_row(row)
 
 
-__all__ = ["insert_rows"]
+__all__ = ["IN_PROCESS", "InProcess", "RowSink", "insert_rows", "sqlite_insert", "sqlite_update"]

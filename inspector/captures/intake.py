@@ -8,8 +8,10 @@ most INSPECTOR_UPLOAD_BATCH_FRAMES frames through `writer.CaptureWriter`.
 Between two steps no transaction is open, so other writers (live frames
 above all) never wait for a whole upload: on SQLite, the one write lock is
 held for one batch at a time.  (On PostgreSQL a step's COMMIT is answered
-while the next step is read: `commits_behind.py`.)  An upload that fails or is given up half-way
-(`discard`) has its captures deleted, again in short transactions.
+while the next step is read; on SQLite a large upload's steps are written by
+a child process while this one reads the next: `step_writers.py`.)  An
+upload that fails or is given up half-way (`discard`) has its captures
+deleted, again in short transactions.
 
 `store_upload` runs the steps in the caller's thread (the upload page);
 `store_upload_async` runs each in a worker thread and awaits it, so an async
@@ -51,11 +53,11 @@ from inspector.assembly import (
 )
 
 from . import models
-from .commits_behind import CommitsBehind
 from .planner_stats import refresh_frame_statistics
+from .step_writers import step_writer
 from .uploads import check_capture_count, check_har_entries, check_size
 from .writer import BULK, CaptureWriter
-from .writes import writing
+from .writes import uploading, writing
 
 # Bytes fed to the assembler at a time: a step's frames are at most a batch
 # plus what one slice completes.
@@ -150,24 +152,33 @@ def upload_steps(plan: list[PlannedStream], stored: list[models.Capture]) -> Ite
             )
         stored.append(writer.capture)
         yield
-        steps = CommitsBehind()
-        taken = _taken(writer, planned.body, batch)
-        try:
-            frames = next(taken, None)
-            while frames is not None:
-                with steps.step():
-                    writer.store(frames)
-                frames = next(taken, None)  # read while the step's COMMIT is answered
-                steps.settle()
-                yield
-        except BaseException:  # the upload fails, or is given up: `discard` comes next
-            steps.abandon()
-            raise
-        label = planned.stream_label
-        writer.finish(planned.body, finished=False, untitled=partial(readable_title, label=label))
+        with uploading():
+            yield from _stored_steps(writer, planned.body, batch)
+            label = planned.stream_label
+            untitled = partial(readable_title, label=label)
+            writer.finish(planned.body, finished=False, untitled=untitled)
         yield
     if refresh_frame_statistics(sum(capture.frame_count for capture in stored)):
         yield
+
+
+def _stored_steps(writer: CaptureWriter, body: bytes, batch: int) -> Iterator[None]:
+    """A capture's frames stored a step at a time (`step_writers`), yielding
+    after each, once the step is handed over."""
+    steps = step_writer(len(body))
+    taken = _taken(writer, body, batch)
+    try:
+        frames = next(taken, None)
+        while frames is not None:
+            with steps.step() as rows:
+                writer.store(frames, rows)
+            frames = next(taken, None)  # read while the step is written or committed
+            steps.settle()
+            yield
+        steps.finish()
+    except BaseException:  # the upload fails, or is given up: `discard` comes next
+        steps.abandon()
+        raise
 
 
 def _taken(writer: CaptureWriter, body: bytes, batch: int) -> Iterator[list[Frame]]:

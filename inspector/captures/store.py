@@ -41,7 +41,7 @@ from . import models
 from .blob_io import write_json_text, write_raw
 from .call_forms import call_columns
 from .dialects import dialect_basis
-from .fast_rows import insert_rows
+from .fast_rows import IN_PROCESS, RowSink, insert_rows
 from .fragment_rows import FRAGMENT_FIELDS, FragmentLog, fragment_text
 from .frame_did import FrameDid, carries_text, did_by_frame
 from .spill import EventSpill
@@ -115,6 +115,7 @@ def append_frames(
     *,
     live: bool = False,
     calls: dict[int, list[int]] | None = None,
+    rows: RowSink = IN_PROCESS,
 ) -> None:
     """Store frames as they complete (a live recording's batch, an upload's
     step), with what they did (`did`: `frame_did.did_by_frame` of the events
@@ -129,7 +130,9 @@ def append_frames(
     INSERTs of many rows when `live` (other threads wait less).  The JSON
     columns get compact JSON text (`jsontext.compact`: orjson's, 13x
     faster than `json.dumps` on a frame's items); a frame's calls are
-    mostly one call, so each list of positions is written once."""
+    mostly one call, so each list of positions is written once.  `rows`:
+    where they go (this process's connection, or a step a writer process
+    writes: `step_writers.py`)."""
     did, calls = did or {}, calls or {}
     call_texts: dict[tuple[int, ...], str] = {}
     for positions in calls.values():
@@ -139,13 +142,13 @@ def append_frames(
     calls_text = {number: call_texts[tuple(positions)] for number, positions in calls.items()}
     no_items: list[list[Any]] = []
     capture_pk = capture.pk  # a property: asked once, not per row
-    rows = (
+    values = (
         (capture_pk, frame.number, frame.kind.value, _text(frame.raw), at,
          calls_text.get(frame.number, "[]"), "[]",
          compact(items := did.get(frame.number, no_items)), carries_text(items))
         for frame, at in zip(frames, arrived_ms, strict=True)
     )  # fmt: skip
-    insert_rows(models.Frame, FRAME_FIELDS, rows, one_statement=live)
+    rows.insert(models.Frame, FRAME_FIELDS, values, one_statement=live)
 
 
 # A frame row's columns in the order `append_frames` writes them.

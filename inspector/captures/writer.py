@@ -44,7 +44,7 @@ from inspector.assembly import (
 
 from . import models
 from .dialects import ASSUMED, dialect_basis
-from .fast_rows import insert_rows
+from .fast_rows import IN_PROCESS, RowSink
 from .fragment_rows import FRAGMENT_FIELDS, FragmentLog
 from .frame_did import FrameDid, did_by_frame
 from .spill import EventSpill
@@ -226,10 +226,13 @@ class CaptureWriter:
             self._spills[policy].add(assembler.events.drain())
         self.stream.compact()
 
-    def store(self, frames: list[Frame]) -> None:
-        """Write the frames the last `take` gave (and the dialect they tell);
-        a live writer also, every FRAGMENT_SECONDS, the started calls' new
-        fragments.  A live caller whose transaction fails calls `lost_writes`."""
+    def store(self, frames: list[Frame], rows: RowSink = IN_PROCESS) -> None:
+        """Write the frames the last `take` gave (and the dialect they tell)
+        to `rows` (this process's connection, or a step another process
+        writes); a live writer also, every FRAGMENT_SECONDS, the started
+        calls' new fragments, and a step written behind every time (its
+        process's work, not this one's).  A live caller whose transaction
+        fails calls `lost_writes`."""
         if not frames:
             return
         live = self._insert == LIVE
@@ -240,27 +243,28 @@ class CaptureWriter:
             self.last_did,
             live=live,
             calls=self.last_calls,
+            rows=rows,
         )
-        if live and time.monotonic() >= self._fragments_due:
-            self._store_fragments()
-        self._store_dialect()
+        if rows.behind or (live and time.monotonic() >= self._fragments_due):
+            self._store_fragments(rows)
+        self._store_dialect(rows)
         if self._arrivals is not None:  # as stored (a failed store adds none: see close)
             self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
 
-    def _store_fragments(self) -> None:
+    def _store_fragments(self, sink: RowSink) -> None:
         """The started calls' fragments not written yet (`FragmentLog`)."""
         self._fragments_due = time.monotonic() + FRAGMENT_SECONDS
         strict = self.strict
         rows = list(self.fragments.new_rows(self.capture.pk, strict.started, strict.dialect))
         if rows:  # a batch without fragments sends no statement (an empty COPY is a round trip)
-            insert_rows(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
+            sink.insert(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
 
     def lost_writes(self) -> None:
         """A transaction that stored frames failed: which fragment rows it
         kept is unknown, so the close writes every call's again."""
         self.fragments.forget()
 
-    def _store_dialect(self) -> None:
+    def _store_dialect(self, rows: RowSink) -> None:
         """The dialect the frames are read in, written as soon as it is known
         (once, or again if the frames tell another): the page of a capture
         still being written names each frame's fields in its terms, as its
@@ -268,9 +272,7 @@ class CaptureWriter:
         dialect = self.strict.dialect
         if (dialect, self.basis) != (self.capture.dialect, self.capture.dialect_basis):
             self.capture.dialect, self.capture.dialect_basis = dialect, self.basis
-            models.Capture.objects.filter(pk=self.capture.pk).update(
-                dialect=dialect, dialect_basis=self.basis
-            )
+            rows.update(models.Capture, self.capture.pk, dialect=dialect, dialect_basis=self.basis)
 
     def _frames_did(self) -> FrameDid:
         """What the frames fed since the last flush did: the strict events

@@ -15,7 +15,7 @@ from django.test import Client, RequestFactory
 
 from inspector.assembly import assemble
 from inspector.assembly.jsontext import dumps
-from inspector.captures import api, models, store
+from inspector.captures import api, fast_rows, models
 from inspector.captures.api import capture_path
 from inspector.captures.store import store_stream
 
@@ -481,7 +481,7 @@ def test_djangos_own_body_limit_is_a_413_json_too(client, settings):
 
 
 def test_a_failure_while_storing_the_second_stream_leaves_nothing(client, monkeypatch):
-    real = store.insert_rows
+    real = fast_rows.insert_rows
     calls = []
 
     def write_frames_then_fail(model, *args, **kwargs):
@@ -491,7 +491,7 @@ def test_a_failure_while_storing_the_second_stream_leaves_nothing(client, monkey
                 raise RuntimeError("disk on fire")
         return real(model, *args, **kwargs)
 
-    monkeypatch.setattr(store, "insert_rows", write_frames_then_fail)
+    monkeypatch.setattr(fast_rows, "insert_rows", write_frames_then_fail)
     response = client.post(URL, {"file": SimpleUploadedFile("s.har", two_stream_har())})
     assert len(calls) == 2
     assert response.status_code == 500

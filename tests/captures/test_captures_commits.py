@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from psycopg import pq
 
-from inspector.captures import intake, models, store
+from inspector.captures import fast_rows, intake, models, store
 from inspector.captures.intake import store_upload
 from inspector.captures.writes import commit_without_waiting_for_disk
 from inspector.live.recovery import recover_interrupted
@@ -49,7 +49,7 @@ def seen(monkeypatch):
     and in the close's last transaction, where the raw bytes are written
     ("close")."""
     seen = []
-    insert_rows, write_raw = store.insert_rows, store.write_raw
+    insert_rows, write_raw = fast_rows.insert_rows, store.write_raw
 
     def frames_inserted(model, *args, **kwargs):
         if model is models.Frame:
@@ -60,7 +60,7 @@ def seen(monkeypatch):
         seen.append(("close", in_transaction(), synchronous_commit()))
         return write_raw(*args, **kwargs)
 
-    monkeypatch.setattr(store, "insert_rows", frames_inserted)
+    monkeypatch.setattr(fast_rows, "insert_rows", frames_inserted)  # through `IN_PROCESS`
     monkeypatch.setattr(store, "write_raw", raw_written)
     return seen
 

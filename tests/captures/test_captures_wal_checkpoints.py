@@ -68,3 +68,29 @@ def test_the_servers_connections_leave_checkpoints_to_the_thread():
     assert started is not None and started is writes.checkpointer(path)  # one a process
     assert (os.getpid(), path) in writes._checkpointers
     assert writes.checkpointer(":memory:") is None
+
+
+def test_while_an_upload_is_written_the_log_waits_for_its_larger_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(writes, "CHECKPOINT_SECONDS", 0.01)
+    monkeypatch.setattr(writes, "UPLOADING_CHECKPOINT_BYTES", 4 * writes.CHECKPOINT_BYTES)
+    path = str(tmp_path / "db.sqlite3")
+    writer = sqlite3.connect(path)
+    for pragma in ("journal_mode=WAL", "wal_autocheckpoint=0", "journal_size_limit=0"):
+        writer.execute(f"PRAGMA {pragma}")
+    writer.execute("CREATE TABLE t (x BLOB)")
+
+    def write(rows: int) -> None:
+        with writer:
+            writer.executemany("INSERT INTO t VALUES (?)", [(os.urandom(4096),)] * rows)
+
+    checkpointer = writes.WalCheckpointer(path)
+    with writes.uploading():
+        write(1200)  # past CHECKPOINT_BYTES, under the upload's size
+        time.sleep(0.1)
+        assert checkpointer.checkpoints == 0
+        write(3600)  # past the upload's size too
+        assert wait_for(lambda: checkpointer.checkpoints >= 1)
+    done = checkpointer.checkpoints
+    write(1200)  # the upload written: the usual size again
+    assert wait_for(lambda: checkpointer.checkpoints > done)
+    writer.close()

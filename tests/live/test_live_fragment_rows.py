@@ -9,7 +9,7 @@ import pytest
 from live_helpers import chat_chunk
 
 from inspector.assembly import STRICT, assemble
-from inspector.captures import models, store, writer
+from inspector.captures import fast_rows, models, store, writer
 from inspector.captures.fast_rows import insert_rows
 from inspector.captures.fragment_rows import FRAGMENT_FIELDS, SCAN_FIELDS, FragmentLog
 from inspector.live.session import LiveCapture
@@ -101,8 +101,8 @@ def fragment_rows_written(monkeypatch):
             written.extend(rows)
         return insert_rows(model, fields, rows, **kwargs)
 
-    monkeypatch.setattr(store, "insert_rows", watched)
-    monkeypatch.setattr(writer, "insert_rows", watched)
+    monkeypatch.setattr(store, "insert_rows", watched)  # the close's
+    monkeypatch.setattr(fast_rows, "insert_rows", watched)  # the writer's, through `IN_PROCESS`
     return written
 
 
@@ -143,8 +143,8 @@ def test_after_a_failed_batch_the_close_writes_every_fragment_again(monkeypatch)
     writer = live.writer
     real = writer._store_fragments
 
-    def stored_then_failed():
-        real()  # the rows went in; the transaction they went in does not commit
+    def stored_then_failed(rows):
+        real(rows)  # the rows went in; the transaction they went in does not commit
         raise RuntimeError("the database went away")
 
     monkeypatch.setattr(writer, "_store_fragments", stored_then_failed)
