@@ -164,8 +164,10 @@ class Call:
         """The fragments of compacted pieces: the text from the first of them
         on (not the whole call's: an upload asks for each step's new
         fragments, `FragmentLog.new_rows`), cut at their offsets."""
+        if not starts:
+            return
         pieces, base, skipped = self.pieces, 0, 0
-        first = starts[0] if starts else 0
+        first = starts[0]
         while skipped < len(pieces) and base + len(pieces[skipped]) <= first:
             base += len(pieces[skipped])
             skipped += 1

@@ -29,7 +29,7 @@ from django.db import DatabaseError, IntegrityError, OperationalError, connectio
 from .commits_behind import CommitsBehind
 from .fast_rows import IN_PROCESS, RowSink, sqlite_insert, sqlite_update
 from .writer_process import Statement, WriteFailed, WriterProcess
-from .writes import writing_turn
+from .writes import holds_turn, writing_turn
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +51,12 @@ def step_writer(size: int) -> StepWriter:
     threshold = settings.INSPECTOR_UPLOAD_WRITER_PROCESS_BYTES
     if 0 <= threshold <= size and connection.vendor == "sqlite" and connection.get_autocommit():
         path = _database_file()
-        if path is not None:
+        # A thread holding the turn to write would wait for the child's steps, which wait for it.
+        if path is not None and not holds_turn():
+            busy_seconds = float(connection.settings_dict["OPTIONS"].get("timeout", 5))
             try:
-                return ByProcess(WriterProcess(path, writing_turn))
-            except OSError:  # no process to be had (a limit reached): write in-process
+                return ByProcess(WriterProcess(path, writing_turn, busy_seconds))
+            except OSError:  # no process (a limit reached, no Python to start): write in-process
                 logger.exception("the upload's writer process did not start")
     return InProcessSteps()
 

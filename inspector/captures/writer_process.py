@@ -29,6 +29,7 @@ from __future__ import annotations
 import marshal
 import os
 import queue
+import select
 import signal
 import sqlite3
 import struct
@@ -45,8 +46,12 @@ Statement = tuple[str, list[tuple[Any, ...]]]
 # Steps handed over but not yet written, at most, before `send` waits.
 IN_FLIGHT = 2
 
-# How long the child waits for SQLite's write lock (Django's `timeout` for SQLite, settings.py).
-BUSY_SECONDS = 20
+# How long the child waits for SQLite's write lock, unless told (Django's `timeout`, settings.py).
+BUSY_SECONDS = 20.0
+
+# How long a child has to open its database and say it is ready, and to end once told.
+START_SECONDS = 10.0
+STOP_SECONDS = 30.0
 
 _LENGTH = struct.Struct("<Q")
 _STOP = None
@@ -54,7 +59,8 @@ _STOP = None
 
 class WriteFailed(Exception):
     """The child could not write a step: `kind` is the sqlite3 error's class
-    name ("IntegrityError", "OperationalError", ...), or "ProcessLost"."""
+    name ("IntegrityError", "OperationalError", ...), "ProcessLost", or
+    "Unsendable" (a value `marshal` does not take)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
@@ -68,14 +74,23 @@ class WriterProcess:
     step.  `send` a step's statements, `settle` to wait until every step sent
     is written, `close` once (it settles first unless told not to)."""
 
-    def __init__(self, path: str, turn: Callable[[], AbstractContextManager[Any]]) -> None:
+    def __init__(
+        self,
+        path: str,
+        turn: Callable[[], AbstractContextManager[Any]],
+        busy_seconds: float = BUSY_SECONDS,
+    ) -> None:
+        """Start the child; raises OSError when it does not start or does
+        not open the database within START_SECONDS (the caller then writes
+        in-process)."""
         self._child = subprocess.Popen(
             # -I: isolated, with nothing but the standard library on its path.
-            [sys.executable, "-I", __file__, path],
+            [sys.executable, "-I", __file__, path, str(busy_seconds)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_child_environment(),
         )
+        self._await_ready()
         self._turn = turn
         self._steps: queue.Queue[list[Statement] | None] = queue.Queue(maxsize=IN_FLIGHT)
         self._failed: WriteFailed | None = None
@@ -106,12 +121,33 @@ class WriterProcess:
                 self._drop_waiting()
             self._steps.put(_STOP)
             self._courier.join()
-            try:
-                self._child.stdin.close()  # type: ignore[union-attr]
-            except BrokenPipeError:  # the child is gone already (its step said so)
-                pass
+            self._stop_child()
+
+    def _await_ready(self) -> None:
+        """The child's first answer, None once its database is open; else
+        it is stopped and OSError raised."""
+        child_out = self._child.stdout
+        assert child_out is not None
+        try:
+            ready, _, _ = select.select([child_out], [], [], START_SECONDS)
+            answer = _get(child_out) if ready else "no answer"
+        except (OSError, EOFError, ValueError) as error:
+            answer = str(error) or type(error).__name__
+        if answer is not None:
+            self._stop_child()
+            raise OSError(f"the writer process did not start: {answer}")
+
+    def _stop_child(self) -> None:
+        try:
+            self._child.stdin.close()  # type: ignore[union-attr]
+        except BrokenPipeError:  # the child is gone already (its step said so)
+            pass
+        try:
+            self._child.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._child.kill()
             self._child.wait()
-            self._child.stdout.close()  # type: ignore[union-attr]
+        self._child.stdout.close()  # type: ignore[union-attr]
 
     def _raise_failure(self) -> None:
         if self._failed is not None:
@@ -135,10 +171,22 @@ class WriterProcess:
                 if statements is _STOP:
                     return
                 if self._failed is None:
-                    with self._turn():
-                        self._failed = _write_step(child_in, child_out, statements)
+                    self._failed = self._write(child_in, child_out, statements)
+            except BaseException as error:  # noqa: BLE001 - the courier must go on taking steps
+                self._failed = WriteFailed("ProcessLost", repr(error))
             finally:
                 self._steps.task_done()
+
+    def _write(
+        self, child_in: IO[bytes] | None, child_out: IO[bytes] | None, statements: list[Statement]
+    ) -> WriteFailed | None:
+        """One step written by the child, under the turn; what went wrong, or None."""
+        try:
+            message = marshal.dumps(statements)  # before the turn: it is held for the writing only
+        except ValueError as error:
+            return WriteFailed("Unsendable", str(error))
+        with self._turn():
+            return _write_step(child_in, child_out, message)
 
 
 def _child_environment() -> dict[str, str]:
@@ -149,23 +197,27 @@ def _child_environment() -> dict[str, str]:
 
 
 def _write_step(
-    child_in: IO[bytes] | None, child_out: IO[bytes] | None, statements: list[Statement]
+    child_in: IO[bytes] | None, child_out: IO[bytes] | None, message: bytes
 ) -> WriteFailed | None:
-    """One step written by the child; what went wrong, or None."""
+    """One step (its statements, marshalled) written by the child; what went
+    wrong, or None."""
     assert child_in is not None and child_out is not None
     try:
-        _put(child_in, statements)
+        _send(child_in, message)
         answer = _get(child_out)
     except (OSError, EOFError, ValueError) as error:
         return WriteFailed("ProcessLost", str(error) or type(error).__name__)
     if answer is None:
         return None
-    kind, message = answer
-    return WriteFailed(kind, message)
+    kind, text = answer
+    return WriteFailed(kind, text)
 
 
 def _put(stream: IO[bytes], value: Any) -> None:
-    data = marshal.dumps(value)
+    _send(stream, marshal.dumps(value))
+
+
+def _send(stream: IO[bytes], data: bytes) -> None:
     stream.write(_LENGTH.pack(len(data)))
     stream.write(data)
     stream.flush()
@@ -182,11 +234,11 @@ def _get(stream: IO[bytes]) -> Any:
     return marshal.loads(data)
 
 
-def connect(path: str) -> sqlite3.Connection:
+def connect(path: str, busy_seconds: float = BUSY_SECONDS) -> sqlite3.Connection:
     """The child's connection, set as the project's are (settings.py): WAL,
     synchronous=NORMAL, no checkpoint of its own (the parent's checkpointer
     does), foreign keys on (Django's are deferred: checked at COMMIT)."""
-    database = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+    database = sqlite3.connect(path, timeout=busy_seconds, isolation_level=None)
     for pragma in (
         "journal_mode=WAL",
         "synchronous=NORMAL",
@@ -207,14 +259,23 @@ def write_statements(database: sqlite3.Connection, statements: list[Statement]) 
             database.executemany(sql, rows)
         database.execute("COMMIT")
     except BaseException:
-        database.execute("ROLLBACK")
+        if database.in_transaction:  # SQLite rolls some errors back itself (a full disk)
+            database.execute("ROLLBACK")
         raise
 
 
-def serve(path: str, requests: IO[bytes], answers: IO[bytes]) -> None:
-    """The child's loop: a step read, written, answered (None, or the
-    error's class name and message), until the parent closes the pipe."""
-    database = connect(path)
+def serve(
+    path: str, requests: IO[bytes], answers: IO[bytes], busy_seconds: float = BUSY_SECONDS
+) -> None:
+    """The child's loop: ready once the database is open (None; its error
+    else), then a step read, written, answered (None, or the error's class
+    name and message), until the parent closes the pipe."""
+    try:
+        database = connect(path, busy_seconds)
+    except sqlite3.Error as error:
+        _put(answers, f"{type(error).__name__}: {error}")
+        return
+    _put(answers, None)
     while True:
         try:
             statements = _get(requests)
@@ -233,4 +294,4 @@ if __name__ == "__main__":
     # A Ctrl-C in the server's terminal reaches its whole process group: the child
     # ends when its parent closes the pipe (or dies), not halfway through a step.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer, float(sys.argv[2]))

@@ -65,6 +65,10 @@ class FairLock:
                 self._condition.wait()
             self._owner, self._depth = me, 1
 
+    def held_here(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self._owner == threading.get_ident()
+
     def release(self) -> None:
         with self._condition:
             self._depth -= 1
@@ -126,7 +130,8 @@ def uploading() -> Iterator[None]:
     into the database file while they write more: on two cores, beside an
     upload's reading and its writer process (`step_writers.py`), about a
     seventh of its time (0.2-0.4 s of a 100k-frame upload, bench/README.md,
-    tenth stop).  Readers meanwhile find the pages in the log's index."""
+    tenth stop).  Readers meanwhile find the pages in the log's index.  It
+    holds for every write of the process meanwhile (a live recording's too)."""
     global _uploads
     with _uploads_lock:
         _uploads += 1
@@ -217,6 +222,11 @@ def writing() -> Iterator[None]:
         return
     with writing_turn():
         yield
+
+
+def holds_turn() -> bool:
+    """Whether this thread holds this process's turn to write (SQLite)."""
+    return _sqlite_writes.held_here()
 
 
 @contextmanager

@@ -6,6 +6,7 @@ failing the upload with nothing left behind."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ import pytest
 from capture_streams import DONE, chunk, role_chunk, sse, tool
 from django.db import IntegrityError, connection, transaction
 
-from inspector.captures import intake, models, step_writers
+from inspector.captures import fast_rows, intake, models, step_writers, writes
 from inspector.captures.intake import plan_upload, store_upload, upload_steps
 from inspector.captures.step_writers import ByProcess, InProcessSteps, step_writer
 from inspector.captures.writer_process import WriteFailed, WriterProcess
@@ -238,12 +239,24 @@ def test_the_steps_rows_go_to_the_process_not_this_connection(settings, monkeypa
         return real(self, statements)
 
     monkeypatch.setattr(WriterProcess, "send", watched)
+    here = []  # the frames this process's connection inserted
+    insert_rows = fast_rows.insert_rows
+
+    def inserted_here(model, fields, rows, **kwargs):
+        rows = list(rows)
+        if model is models.Frame:
+            here.extend(row[1] for row in rows)
+        return insert_rows(model, fields, rows, **kwargs)
+
+    monkeypatch.setattr(fast_rows, "insert_rows", inserted_here)
     (capture,) = store_upload(STREAM, name="s.sse")
     steps = [[(sql.split(" (")[0], rows) for sql, rows in step] for step in sent if step]
     assert all(step[0][0] == 'INSERT INTO "captures_frame"' for step in steps)
     numbers = [row[1] for step in steps for row in step[0][1]]
     assert numbers == list(range(len(numbers)))  # every step's frames, in order
-    assert len(numbers) >= 15 and capture.frames.count() == 18  # the end's in-process
+    assert len(numbers) >= 15  # all but those the end completed, written by the finish here:
+    assert here == list(range(len(numbers), 18))
+    assert capture.frames.count() == 18
     fragments = [
         row for step in steps for sql, rows in step[1:] for row in rows if "fragment" in sql
     ]
@@ -310,6 +323,7 @@ def test_small_uploads_and_other_databases_are_written_in_process(settings):
         assert type(step_writer(len(STREAM))) is InProcessSteps
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_the_child_is_given_no_secret_of_the_servers_environment(database_file, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgres://inspector:hunter2@db/inspector")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-hunter2")
@@ -334,3 +348,59 @@ def test_a_process_that_cannot_start_leaves_the_upload_to_this_one(settings, mon
     assert type(step_writer(len(STREAM))) is InProcessSteps
     (capture,) = store_upload(STREAM, name="s.sse")
     assert capture.frames.count() == 18
+
+
+def test_a_child_that_cannot_open_its_database_does_not_start(tmp_path):
+    with pytest.raises(OSError, match="unable to open database file"):
+        WriterProcess(str(tmp_path / "no such folder" / "db.sqlite3"), no_turn)
+
+
+def test_a_step_that_cannot_be_sent_fails_and_the_courier_goes_on(database_file):
+    process = WriterProcess(database_file, no_turn)
+    process.send([(INSERT, [(1, object())])])  # not a plain value
+    with pytest.raises(WriteFailed) as failed:
+        process.settle()
+    assert failed.value.kind == "Unsendable"
+    process.close(settle=False)  # the courier took the stop as it took the step
+    assert process._child.returncode == 0
+    assert items(database_file) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only
+def test_a_thread_holding_the_turn_to_write_writes_its_upload_itself(settings):
+    settings.INSPECTOR_UPLOAD_WRITER_PROCESS_BYTES = 0
+    with writes.writing():  # the child's steps would wait for this thread, which waits for them
+        assert type(step_writer(len(STREAM))) is InProcessSteps
+    steps = step_writer(len(STREAM))
+    assert type(steps) is ByProcess
+    steps.finish()
+
+
+def test_an_error_in_the_courier_fails_the_step_and_it_goes_on_taking_steps(database_file):
+    @contextmanager
+    def broken_turn():
+        raise RuntimeError("the lock is broken")
+        yield
+
+    process = WriterProcess(database_file, broken_turn)
+    refused = []
+
+    def send_four():
+        for n in range(4):
+            try:
+                process.send([(INSERT, [(n, "n")])])
+            except WriteFailed:
+                refused.append(n)
+
+    sending = threading.Thread(target=send_four, daemon=True)
+    sending.start()
+    sending.join(5)
+    assert not sending.is_alive()  # no send waited for a courier gone
+    assert refused  # told of the failure, which a dead courier would never tell
+    with pytest.raises(WriteFailed) as failed:
+        process.settle()
+    assert failed.value.kind == "ProcessLost"
+    assert "the lock is broken" in failed.value.message
+    process.close(settle=False)
+    assert items(database_file) == []

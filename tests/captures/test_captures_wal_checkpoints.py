@@ -90,7 +90,10 @@ def test_while_an_upload_is_written_the_log_waits_for_its_larger_size(tmp_path, 
         assert checkpointer.checkpoints == 0
         write(3600)  # past the upload's size too
         assert wait_for(lambda: checkpointer.checkpoints >= 1)
+    assert writes._uploads == 0
+    # The log copied and started again, short; then the usual size holds once more.
+    assert wait_for(lambda: write(1) or os.path.getsize(f"{path}-wal") < writes.CHECKPOINT_BYTES)
     done = checkpointer.checkpoints
-    write(1200)  # the upload written: the usual size again
+    write(1200)  # past CHECKPOINT_BYTES, under the upload's size
     assert wait_for(lambda: checkpointer.checkpoints > done)
     writer.close()
