@@ -23,7 +23,9 @@ not the database, and they settle before they hand over (`intake.upload_steps`
 yields between steps; its caller may query).
 
 Inside an atomic block (a test's transaction, a caller's) and on other
-databases a step is `writes.write_step()`.
+databases a step is `writes.write_step()`.  Either way its rows go to this
+process's connection (`fast_rows.IN_PROCESS`): `step_writers.step_writer`
+chooses between these steps and a writer process's.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg import generators, pq
 from psycopg.errors import error_from_result
 
+from .fast_rows import IN_PROCESS, RowSink
 from .writes import no_disk_wait, write_step
 
 
@@ -55,7 +58,7 @@ class CommitsBehind:
         return self._pending is not None
 
     @contextmanager
-    def step(self) -> Iterator[None]:
+    def step(self) -> Iterator[RowSink]:
         """One step: a transaction whose COMMIT is sent, not waited for,
         when the block ends without an error (rolled back, and the error
         raised, when it does not); the last step's is settled first."""
@@ -63,13 +66,13 @@ class CommitsBehind:
         database = connections[DEFAULT_DB_ALIAS]  # this thread's: `settle` reads its answer
         if not _can_commit_behind(database):
             with write_step():
-                yield
+                yield IN_PROCESS
             return
         try:
             with database.cursor() as cursor:
                 cursor.execute("BEGIN")
                 no_disk_wait(cursor)
-            yield
+            yield IN_PROCESS
         except BaseException:
             _roll_back(database)
             raise
@@ -80,6 +83,10 @@ class CommitsBehind:
             database.close()  # the COMMIT may be half sent: the connection is not reused
             raise
         self._pending = database
+
+    def finish(self) -> None:
+        """Every step handed over: the last one's answer read."""
+        self.settle()
 
     def abandon(self) -> None:
         """`settle`, for steps given up on another error: what it raises is

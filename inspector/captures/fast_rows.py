@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import islice
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import connection, models
 
@@ -47,7 +47,7 @@ def insert_rows(
     database = _sqlite_connection()
     with connection.wrap_database_errors:
         if not one_statement:
-            sql = sqlite_insert(model, fields)
+            sql = f"INSERT INTO {table} ({columns}) VALUES {one}"
             while batch := list(islice(rows, ROWS_PER_INSERT)):
                 database.executemany(sql, batch)
             return
@@ -79,27 +79,12 @@ def _table_and_columns(model: type[models.Model], fields: Sequence[str]) -> tupl
     return quote(model._meta.db_table), columns
 
 
-class RowSink(Protocol):
-    """Where a step of a write sends its rows: this process's connection
-    (`IN_PROCESS`), or statements a writer process runs (`step_writers`);
-    `behind` says the latter (its rows are written while this process goes on)."""
-
-    behind: bool
-
-    def insert(
-        self,
-        model: type[models.Model],
-        fields: Sequence[str],
-        rows: Iterable[Sequence[Any]],
-        *,
-        one_statement: bool = False,
-    ) -> None: ...
-
-    def update(self, model: type[models.Model], pk: Any, **values: Any) -> None: ...
-
-
-class InProcess:
-    """Rows written at once by this thread's connection, in its transaction."""
+class RowSink:
+    """Where a step of a write sends its rows: written at once by this
+    thread's connection, in its transaction (`IN_PROCESS`); a subclass
+    collects them as statements a writer process runs instead
+    (`step_writers.Statements`), and says so with `behind` (its rows are
+    written while this process goes on)."""
 
     behind = False
 
@@ -117,7 +102,7 @@ class InProcess:
         model._default_manager.filter(pk=pk).update(**values)
 
 
-IN_PROCESS = InProcess()
+IN_PROCESS = RowSink()
 
 
 def _sqlite_connection() -> Any:
@@ -139,4 +124,4 @@ def _copy(sql: str, rows: Iterable[Sequence[Any]]) -> None:
                 copy.write_row(row)
 
 
-__all__ = ["IN_PROCESS", "InProcess", "RowSink", "insert_rows", "sqlite_insert", "sqlite_update"]
+__all__ = ["IN_PROCESS", "RowSink", "insert_rows", "sqlite_insert", "sqlite_update"]

@@ -2,13 +2,13 @@
 capture by `step_writer`.
 
 - On PostgreSQL, by this process, each step's COMMIT answered behind
-  (`commits_behind.CommitsBehind`).
+  (`commits_behind.CommitsBehind`; elsewhere, when there is no writer
+  process, it is a plain transaction a step, `writes.write_step`).
 - On SQLite, a large upload's steps by a writer process
   (`writer_process.WriterProcess`), while this process reads and assembles
   the next: `ByProcess`.  An upload stores its frames, and with them the
   started calls' fragments, at about the pace of SQLite's inserts instead of
   after them (bench/README.md, tenth stop).
-- Otherwise in this process, a step a transaction (`writes.write_step`).
 
 Each is used the same way: `with steps.step() as rows:` (`rows`: the
 `fast_rows.RowSink` the step's rows go to), `settle()` before the caller may
@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, OperationalError, connection, models
 
 from .commits_behind import CommitsBehind
-from .fast_rows import IN_PROCESS, RowSink, sqlite_insert, sqlite_update
+from .fast_rows import RowSink, sqlite_insert, sqlite_update
 from .writer_process import Statement, WriteFailed, WriterProcess
-from .writes import holds_turn, writing_turn
+from .writes import database_file, holds_turn, writing_turn
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def step_writer(size: int) -> StepWriter:
     committed behind otherwise (on PostgreSQL; in this process elsewhere)."""
     threshold = settings.INSPECTOR_UPLOAD_WRITER_PROCESS_BYTES
     if 0 <= threshold <= size and connection.vendor == "sqlite" and connection.get_autocommit():
-        path = _database_file()
+        path = database_file(connection)
         # A thread holding the turn to write would wait for the child's steps, which wait for it.
         if path is not None and not holds_turn():
             busy_seconds = float(connection.settings_dict["OPTIONS"].get("timeout", 5))
@@ -58,31 +58,10 @@ def step_writer(size: int) -> StepWriter:
                 return ByProcess(WriterProcess(path, writing_turn, busy_seconds))
             except OSError:  # no process (a limit reached, no Python to start): write in-process
                 logger.exception("the upload's writer process did not start")
-    return InProcessSteps()
+    return CommitsBehind()
 
 
-def _database_file() -> str | None:
-    """The SQLite database's file (None in memory): the one this connection uses."""
-    connection.ensure_connection()
-    for _, name, file in connection.connection.execute("PRAGMA database_list"):
-        if name == "main":
-            return file or None
-    return None
-
-
-class InProcessSteps(CommitsBehind):
-    """Steps written by this process (committed behind on PostgreSQL)."""
-
-    @contextmanager
-    def step(self) -> Iterator[RowSink]:
-        with super().step():
-            yield IN_PROCESS
-
-    def finish(self) -> None:
-        self.settle()
-
-
-class Statements:
+class Statements(RowSink):
     """A step's rows as the SQLite statements a writer process runs."""
 
     behind = True
@@ -114,7 +93,6 @@ class ByProcess:
 
     def __init__(self, process: WriterProcess) -> None:
         self._process = process
-        self._open = True
 
     @contextmanager
     def step(self) -> Iterator[RowSink]:
@@ -127,20 +105,18 @@ class ByProcess:
         """Nothing to wait for (the caller's connection is not the writer's);
         a step that failed already is raised."""
         with _as_django_error():
-            self._process.send([])
+            self._process.raise_failure()
 
     def finish(self) -> None:
         """Every step written, and the process stopped."""
-        self._open = False
         with _as_django_error():
             self._process.close()
 
     def abandon(self) -> None:
         """The step being written finishes, the rest are dropped, the
-        process stops; its error (if any) is not raised (the upload's is)."""
-        if self._open:
-            self._open = False
-            self._process.close(settle=False)
+        process stops (if `finish` did not); its error (if any) is not
+        raised (the upload's is)."""
+        self._process.close(settle=False)
 
 
 @contextmanager
@@ -152,4 +128,4 @@ def _as_django_error() -> Iterator[None]:
         raise error.get(failed.kind, DatabaseError)(failed.message) from failed
 
 
-__all__ = ["ByProcess", "InProcessSteps", "StepWriter", "Statements", "step_writer"]
+__all__ = ["ByProcess", "StepWriter", "Statements", "step_writer"]

@@ -91,6 +91,7 @@ class WriterProcess:
             env=_child_environment(),
         )
         self._await_ready()
+        self._closed = False
         self._turn = turn
         self._steps: queue.Queue[list[Statement] | None] = queue.Queue(maxsize=IN_FLIGHT)
         self._failed: WriteFailed | None = None
@@ -100,19 +101,23 @@ class WriterProcess:
     def send(self, statements: list[Statement]) -> None:
         """Hand a step over (waits while IN_FLIGHT steps are still to be
         written); raises `WriteFailed` if a step before it failed."""
-        self._raise_failure()
+        self.raise_failure()
         if statements:
             self._steps.put(statements)
 
     def settle(self) -> None:
         """Wait until every step sent is written; raise `WriteFailed` if one failed."""
         self._steps.join()
-        self._raise_failure()
+        self.raise_failure()
 
     def close(self, *, settle: bool = True) -> None:
         """Stop the child, after the steps sent are written (`settle`), or
         as soon as the step in hand is (`settle=False`: the upload is being
-        given up; the steps still waiting are dropped)."""
+        given up; the steps still waiting are dropped).  Once closed, a
+        no-op."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             if settle:
                 self.settle()
@@ -149,7 +154,8 @@ class WriterProcess:
             self._child.wait()
         self._child.stdout.close()  # type: ignore[union-attr]
 
-    def _raise_failure(self) -> None:
+    def raise_failure(self) -> None:
+        """Raise `WriteFailed` if a step handed over failed (waits for nothing)."""
         if self._failed is not None:
             raise self._failed
 

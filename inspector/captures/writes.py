@@ -146,10 +146,20 @@ _checkpointers: dict[tuple[int, str], WalCheckpointer] = {}
 _checkpointers_lock = threading.Lock()
 
 
+def database_file(database: BaseDatabaseWrapper) -> str | None:
+    """The SQLite database file a connection uses; None in memory (or a URI)."""
+    path = str(database.settings_dict["NAME"])
+    return None if _in_memory(path) else path
+
+
+def _in_memory(path: str) -> bool:
+    return not path or path == ":memory:" or path.startswith("file:")
+
+
 def checkpointer(path: str) -> WalCheckpointer | None:
     """This process's checkpointer of the SQLite database file at `path`,
     started once; None for an in-memory database."""
-    if not path or path == ":memory:" or path.startswith("file:"):
+    if _in_memory(path):
         return None
     key = (os.getpid(), path)  # a forked child starts its own
     found = _checkpointers.get(key)
