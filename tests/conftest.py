@@ -79,6 +79,18 @@ def playwright(playwright):
     yield playwright
 
 
+# --- the flush that ends a transactional test, tried again after a deadlock -------------
+
+
+def pytest_configure(config):
+    """See tests/db_flush.py: a daphne server still at work must not leave its rows behind."""
+    from db_flush import retrying_deadlocks
+    from django.test import TransactionTestCase
+
+    teardown = TransactionTestCase._fixture_teardown
+    TransactionTestCase._fixture_teardown = retrying_deadlocks(teardown)
+
+
 # --- forked live servers (ChannelsLiveServerTestCase) after async tests (p6) --------------
 
 

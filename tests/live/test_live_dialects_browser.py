@@ -101,9 +101,12 @@ def test_a_dialects_capture_page_grows_while_its_sdk_streams_through_the_proxy(
     served = paced_fake.scenario(scenario(dialect))
     total = len(served.frames)
     assert total >= 6
+    # (Its dialect is known only from its first frames: look for a capture newer than any.)
+    before = Capture.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     sdk = SdkThread(base, dialect)
-    # (Its dialect is known from its first frames: look for any capture.)
-    capture = wait_for(lambda: Capture.objects.order_by("-pk").first(), 15, "a capture")
+    capture = wait_for(
+        lambda: Capture.objects.filter(pk__gt=before).order_by("pk").first(), 15, "a capture"
+    )
     page.set_viewport_size(VIEWPORT)
     page.goto(f"{base}/c/{capture.slug}/")
     expect(page.locator("[data-live-status]")).to_have_text("live", timeout=10_000)
