@@ -27,8 +27,10 @@ from __future__ import annotations
 import dataclasses
 import html
 import logging
+import operator
 import re
 import threading
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,8 +45,12 @@ MAX_STAMPS = 512  # shapes kept; all are dropped when more come (a rare, odd str
 _PLACE = "\ue000{}\ue001"  # private-use characters: the template neither escapes nor makes them
 _PLACE_SPLIT = re.compile("\ue000([0-9]+)\ue001")
 
-# A stamp: the literal pieces and, between each two, the value slot to put there.
-Stamp = tuple[tuple[str, ...], tuple[int, ...]]
+# A stamp: the literal piece before the first value, then each value's slot with
+# the literal piece after it.
+Stamp = tuple[str, tuple[tuple[int, str], ...]]
+
+# Whether `html.escape` would change a str: most of a row's values it would not.
+_needs_escape = re.compile("[&<>\"']").search
 
 _stamps: dict[tuple, Stamp | None] = {}  # None: the shape is rendered by the template
 _lock = threading.Lock()
@@ -93,7 +99,8 @@ def render(row: FrameRow) -> str:
 def _new_stamp(key: tuple, row: FrameRow, values: list[Any]) -> Stamp | None:
     """Render the shape's stamp and check it on this row."""
     pieces = _PLACE_SPLIT.split(render(_placeheld(row, {})))
-    stamp: Stamp | None = (tuple(pieces[0::2]), tuple(int(slot) for slot in pieces[1::2]))
+    slots = [int(slot) for slot in pieces[1::2]]
+    stamp: Stamp | None = (pieces[0], tuple(zip(slots, pieces[2::2], strict=True)))
     if _fill(stamp, values) != render(row):
         logger.warning("a frame row's shape is not stampable; it is rendered by the template")
         stamp = None
@@ -105,17 +112,18 @@ def _new_stamp(key: tuple, row: FrameRow, values: list[Any]) -> Stamp | None:
 
 
 def _fill(stamp: Stamp, values: list[Any]) -> str:
-    literal, slots = stamp
-    out = [literal[0]]
-    for slot, after in zip(slots, literal[1:], strict=True):
+    head, pairs = stamp
+    out = [head]
+    for slot, after in pairs:
         value = values[slot]
         kind = type(value)
-        # What the template does to a value: an int as is, a plain str escaped
-        # (Django's `escape` is `html.escape`), anything else conditionally.
-        if kind is int:
+        # What the template does to a value: a plain str escaped (Django's
+        # `escape` is `html.escape`, which changes only what `_needs_escape`
+        # finds), an int as is, anything else conditionally.
+        if kind is str:
+            out.append(html.escape(value) if _needs_escape(value) else value)
+        elif kind is int:
             out.append(str(value))
-        elif kind is str:
-            out.append(html.escape(value))
         else:
             out.append(conditional_escape(value))
         out.append(after)
@@ -126,29 +134,53 @@ def _fill(stamp: Stamp, values: list[Any]) -> str:
 #
 # `_shape` and `_placeheld` walk a row alike, leaf by leaf (str and int values,
 # in the same order): `_shape` collects the values and says the shape,
-# `_placeheld` builds the copy with placeholders in the same slots.
+# `_placeheld` builds the copy with placeholders in the same slots.  A truthy
+# str or int is a leaf, its slot shared by equal values (a str never equals an
+# int); "" and 0 stay in the copy as they are, and None, bool and float too.
 
 
 def _shape(value: Any, values: list[Any], slots: dict) -> Any:
     kind = type(value)
-    if kind is str or kind is int:
-        if not value:
-            return (kind, value)
-        slot = slots.get((kind, value))
-        if slot is None:
-            slot = slots[(kind, value)] = len(values)
-            values.append(value)
-        return slot
     if kind is list or kind is tuple:
-        return (kind, tuple([_shape(item, values, slots) for item in value]))
+        return (kind, _shapes(value, values, slots))
     if kind is dict:
-        return (kind, tuple([(name, _shape(item, values, slots)) for name, item in value.items()]))
-    names = _field_names.get(kind, False)
-    if names is False:
-        names = _fields(kind)
-    if names is not None:
-        return (kind, tuple([_shape(getattr(value, name), values, slots) for name in names]))
-    return (kind, value)  # None, bool, float: part of the shape as they are
+        return (kind, tuple(value), _shapes(value.values(), values, slots))
+    fields = _field_getters.get(kind, False)
+    if fields is False:
+        fields = _field_getter(kind)
+    if fields is not None:
+        return (kind, _shapes(fields(value), values, slots))
+    return _shapes((value,), values, slots)[0]
+
+
+def _shapes(items: Iterable[Any], values: list[Any], slots: dict) -> tuple:
+    """The shapes of `items`; the leaves among them (most are) said here, not
+    by a call each: a truthy str or int is its slot, "" is itself and 0 is -1
+    (no slot is), and a value of no container or dataclass type is
+    `(type, value)`."""
+    shape = []
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int:
+            if not item:
+                shape.append(item if kind is str else -1)
+                continue
+            slot = slots.get(item)
+            if slot is None:
+                slot = slots[item] = len(values)
+                values.append(item)
+            shape.append(slot)
+        elif (
+            kind is list
+            or kind is tuple
+            or kind is dict
+            or _field_getters.get(kind) is not None
+            or (kind not in _field_getters and _field_getter(kind) is not None)
+        ):
+            shape.append(_shape(item, values, slots))
+        else:
+            shape.append((kind, item))
+    return tuple(shape)
 
 
 def _placeheld(value: Any, slots: dict) -> Any:
@@ -156,7 +188,7 @@ def _placeheld(value: Any, slots: dict) -> Any:
     if kind is str or kind is int:
         if not value:
             return value
-        slot = slots.setdefault((kind, value), len(slots))
+        slot = slots.setdefault(value, len(slots))
         return _PLACE.format(slot)
     if kind is list or kind is tuple:
         return kind(_placeheld(item, slots) for item in value)
@@ -168,13 +200,14 @@ def _placeheld(value: Any, slots: dict) -> Any:
     return value
 
 
-# A type's dataclass fields, or None for a type that is no dataclass (`_fields`).
+# A dataclass's field names (`_fields`) and a getter of their values as a
+# tuple, in that order (`_field_getter`); None for a type that is no dataclass.
 _field_names: dict[type, tuple[str, ...] | None] = {}
+_field_getters: dict[type, Callable[[Any], tuple] | None] = {}
 
 
 def _fields(kind: type) -> tuple[str, ...] | None:
-    """The field names of dataclass `kind`, None for another type; asked once
-    a type (`_shape` reads the cache first: it asks of every value)."""
+    """The field names of dataclass `kind`, None for another type."""
     names = _field_names.get(kind, False)
     if names is False:
         names = _field_names[kind] = (
@@ -183,3 +216,23 @@ def _fields(kind: type) -> tuple[str, ...] | None:
             else None
         )
     return names
+
+
+def _field_getter(kind: type) -> Callable[[Any], tuple] | None:
+    """`value` -> its fields' values, for dataclass `kind`; asked once a type
+    (`_shape` reads the cache first: it asks of every value)."""
+    getter = _field_getters.get(kind, False)
+    if getter is False:
+        names = _fields(kind)
+        if names is None:
+            getter = None
+        elif len(names) == 1:
+            getter = _one_field(names[0])
+        else:
+            getter = operator.attrgetter(*names)
+        _field_getters[kind] = getter
+    return getter
+
+
+def _one_field(name: str) -> Callable[[Any], tuple]:
+    return lambda value: (getattr(value, name),)

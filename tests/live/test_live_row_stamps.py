@@ -63,3 +63,28 @@ def test_a_shape_the_stamp_cannot_give_is_rendered_by_the_template(monkeypatch):
     assert row_stamps.stamped(row) == "<b>12</b>"
     assert list(row_stamps._stamps.values()) == [None]
     assert row_stamps.stamped(frame_row("s", 5678, "chunk", "data: {}", 8, 1.0)) == "<b>56</b>"
+
+
+def test_rows_whose_values_are_equal_or_falsy_take_stamps_of_their_own(monkeypatch):
+    """Equal values share a slot and "" and 0 stay as they are, so a template
+    that compares values or tests them renders each row as it would itself."""
+    from django.template import Context, Template
+
+    template = Template(
+        "{% if row.number == row.raw_cut %}same{% else %}apart{% endif %}"
+        " {{ row.number }}/{{ row.raw_cut }}{% if not row.raw_cut %} whole{% endif %}"
+        " {% if row.time == row.kind %}={% endif %}{{ row.kind }}"
+    )
+    monkeypatch.setattr(row_stamps, "_stamps", {})
+    monkeypatch.setattr(row_stamps, "render", lambda row: template.render(Context({"row": row})))
+    rows = [
+        frame_row("s", number, kind, "data: {}", length, None)
+        for number, length in ((7, 7 + 2000), (7, 8 + 2000), (0, 8), (1, 8), (3, 2003))
+        for kind in ("chunk", "")
+    ]
+    for row in rows:
+        assert row_stamps.stamped(row) == row_stamps.render(row)
+    assert [row_stamps.stamped(row)[:10] for row in rows[:4]] == [
+        "same 7/7 c", "same 7/7 =", "apart 7/8 ", "apart 7/8 "
+    ]  # fmt: skip
+    assert None not in row_stamps._stamps.values()
