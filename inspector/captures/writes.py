@@ -26,8 +26,10 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -222,6 +224,49 @@ def write_step() -> Iterator[None]:
     with writing(), transaction.atomic():
         commit_without_waiting_for_disk()
         yield
+
+
+# PostgreSQL connections whose session does not wait for the disk at commit
+# (`own_connection_step`): psycopg's own connection objects, so one that Django
+# opened again (its session's settings gone) is not among them.
+_not_waiting: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@contextmanager
+def own_connection_step() -> Iterator[None]:
+    """A live recording's batch, on a connection of its own (a recorder's
+    thread: nothing else writes through it).  On PostgreSQL its statements
+    run in autocommit, each atomic and committed by itself, in a session
+    whose commits do not wait for the disk (`synchronous_commit = off`, set
+    once): a batch of frames is one COPY, without `write_step`'s BEGIN, SET
+    LOCAL and COMMIT, three round trips on which the viewers' messages wait
+    (and, at thousands of frames a second, the interpreter's lock after each:
+    bench/README.md, eleventh stop).  A batch that also writes fragments (a
+    second COPY) may fail after its frames are in: as any failed batch, the
+    caller calls `CaptureWriter.lost_writes` and the close writes every
+    call's fragments again.  `own_connection_done` before the close, whose
+    last commit waits and so makes every batch before it durable.  Elsewhere
+    (SQLite, or inside a transaction): `write_step`."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        with write_step():
+            yield
+        return
+    connection.ensure_connection()
+    if connection.connection not in _not_waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit = off")
+        _not_waiting.add(connection.connection)
+    yield
+
+
+def own_connection_done() -> None:
+    """This thread's connection waits for the disk at commit again (after
+    `own_connection_step`: a recording about to close)."""
+    raw = connection.connection
+    if raw is not None and raw in _not_waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
+        _not_waiting.discard(raw)
 
 
 @contextmanager

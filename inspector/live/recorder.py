@@ -191,7 +191,12 @@ class Recorder:
                 capture.save(update_fields=["dialect", "dialect_basis"])
         # The capture's clock starts when the request was sent upstream.
         self.live = LiveCapture(
-            capture, clock=self.clock, dialect=self.dialect, hint=self.hint, keep_rows=True
+            capture,
+            clock=self.clock,
+            dialect=self.dialect,
+            hint=self.hint,
+            keep_rows=True,
+            own_connection=True,
         )
         self.clock.pinned = None
 

@@ -41,7 +41,7 @@ from inspector.captures.pages.live_cards import (
 )
 from inspector.captures.store import open_capture
 from inspector.captures.writer import LIVE, CaptureWriter
-from inspector.captures.writes import write_step
+from inspector.captures.writes import own_connection_done, own_connection_step, write_step
 
 from .broadcast import (
     FinishedMessage,
@@ -89,6 +89,7 @@ class LiveCapture:
         hint: str | None = None,
         started: float | None = None,
         keep_rows: bool = False,
+        own_connection: bool = False,
     ) -> None:
         self.writer = CaptureWriter(capture, dialect=dialect, hint=hint, insert=LIVE)
         self.capture = capture
@@ -107,6 +108,10 @@ class LiveCapture:
         # `_closing` answers a joiner at once while the close holds the lock.
         self._lock = threading.Lock()
         self._closing = False
+        # `own_connection`: appended to and closed by one thread, whose
+        # connection nothing else writes through (a recorder's): its batches
+        # are `writes.own_connection_step`s.
+        self._own_connection = own_connection
         warm_up()
 
     @classmethod
@@ -183,8 +188,8 @@ class LiveCapture:
             rows = self._rows(frames, self.elapsed_ms())
             message = self._message(rows, cards=False)
             try:
-                with write_step():  # the close's commit waits
-                    writer.store(frames)
+                with own_connection_step() if self._own_connection else write_step():
+                    writer.store(frames)  # (the close's commit waits)
             except BaseException:
                 writer.lost_writes()  # which fragment rows the batch kept is unknown
                 raise
@@ -276,6 +281,8 @@ class LiveCapture:
             if self.closed:
                 raise RuntimeError("live capture closed twice")
             now = self.elapsed_ms()
+            if self._own_connection:
+                own_connection_done()
             capture, last = self.writer.finish(arrived_ms=now, **meta)
             return finished_message(
                 capture,

@@ -1,0 +1,111 @@
+"""A recorder's batches on PostgreSQL, on the recorder's own connection
+(`writes.own_connection_step`): each statement commits by itself, in a
+session whose commits do not wait for the disk, until the close, whose
+last commit waits again; the frames are all there, as with a transaction
+a batch."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from psycopg.pq import TransactionStatus
+
+from inspector.captures import fast_rows, models
+from inspector.captures.store import open_capture
+from inspector.live.session import LiveCapture
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's sessions"),
+]
+
+DEMO = Path(__file__).resolve().parents[2] / "inspector" / "captures" / "demo"
+
+
+def blocks() -> list[bytes]:
+    data = (DEMO / "parallel_calls_ok.sse").read_bytes()
+    return [block + b"\n\n" for block in data.split(b"\n\n") if block.strip()]
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """The transaction status of the connection as each COPY begins."""
+    seen: list[TransactionStatus] = []
+    copy = fast_rows._copy
+
+    def noting(sql, rows):
+        seen.append(TransactionStatus(connection.connection.info.transaction_status))
+        return copy(sql, rows)
+
+    monkeypatch.setattr(fast_rows, "_copy", noting)
+    return seen
+
+
+def stored_elsewhere(capture_pk: int) -> int:
+    other = connection.copy()
+    try:
+        with other.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM captures_frame WHERE capture_id = %s", [capture_pk]
+            )
+            return cursor.fetchone()[0]
+    finally:
+        other.close()
+
+
+def record(live: LiveCapture) -> list[str]:
+    """Append the demo stream a block a batch; the session's synchronous_commit after each."""
+    after = []
+    for block in blocks():
+        live.append_reads([(block, time.monotonic())])
+        after.append(synchronous_commit())
+    return after
+
+
+def test_a_recorders_batches_commit_alone_and_its_close_waits_again(copies):
+    live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
+    assert synchronous_commit() == "on"
+    settings = record(live)
+    assert set(settings) == {"off"}
+    assert copies and set(copies) == {TransactionStatus.IDLE}  # no BEGIN: autocommit
+    # Every batch is in, as seen from another session (committed).
+    assert stored_elsewhere(live.capture.pk) == len(blocks())
+    live.close()
+    assert synchronous_commit() == "on"
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    assert capture.outcome == "ok" and capture.frame_count == len(blocks())
+    assert models.Frame.objects.filter(capture=capture).count() == len(blocks())
+
+
+def test_other_live_captures_keep_a_transaction_a_batch(copies):
+    live = LiveCapture(open_capture(stream_format="sse"))
+    assert set(record(live)) == {"on"}
+    assert copies and set(copies) == {TransactionStatus.INTRANS}
+    live.close()
+    assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
+
+
+def test_a_connection_opened_again_is_set_again(copies):
+    """Django may open the thread's connection again (after an error): the
+    new session has the server's default, and is set again."""
+    live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
+    first, *rest = blocks()
+    live.append_reads([(first, time.monotonic())])
+    assert synchronous_commit() == "off"
+    connection.close()
+    assert synchronous_commit() == "on"  # a new session
+    for block in rest:
+        live.append_reads([(block, time.monotonic())])
+    assert synchronous_commit() == "off"
+    live.close()
+    assert synchronous_commit() == "on"
+    assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
