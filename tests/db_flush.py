@@ -25,9 +25,13 @@ T = TypeVar("T")
 FLUSH_ATTEMPTS = 5
 
 
+DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE
+
+
 def retrying_deadlocks(flush: Callable[..., T]) -> Callable[..., T]:
-    """`flush` that is tried up to FLUSH_ATTEMPTS times while it fails on a lock: Django's
-    `flush` command raises CommandError from the database's OperationalError."""
+    """`flush` that is tried up to FLUSH_ATTEMPTS times while it fails as a deadlock's
+    victim: Django's `flush` command raises CommandError from Django's OperationalError,
+    raised from psycopg's `DeadlockDetected`."""
 
     @functools.wraps(flush)
     def flushed(*args, **kwargs) -> T:
@@ -35,9 +39,15 @@ def retrying_deadlocks(flush: Callable[..., T]) -> Callable[..., T]:
             try:
                 return flush(*args, **kwargs)
             except CommandError as error:
-                if attempt == FLUSH_ATTEMPTS or not isinstance(error.__cause__, OperationalError):
+                if attempt == FLUSH_ATTEMPTS or not deadlocked(error):
                     raise
                 time.sleep(0.2 * attempt)
         raise AssertionError("unreachable")
 
     return flushed
+
+
+def deadlocked(error: CommandError) -> bool:
+    cause = error.__cause__
+    driver_error = cause.__cause__ if isinstance(cause, OperationalError) else None
+    return getattr(driver_error, "sqlstate", None) == DEADLOCK_DETECTED

@@ -69,6 +69,9 @@ class ServerAtWork(threading.Thread):
                 " JOIN pg_class c ON c.oid = l.relation"
                 " JOIN pg_stat_activity a ON a.pid = l.pid"
                 " WHERE a.wait_event_type = 'Lock' AND a.query LIKE 'TRUNCATE%%'"
+                " AND a.datname = current_database()"
+                " AND l.database = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database())"
                 " AND l.granted AND l.mode = 'AccessExclusiveLock' AND c.relkind = 'r'"
                 " LIMIT 1"
             )
@@ -89,7 +92,30 @@ def test_without_a_retry_the_flush_is_the_victim():
 
 
 def test_the_retried_flush_goes_through():
+    tries = []
+
+    def counted_flush() -> None:
+        tries.append(1)
+        flush()
+
     at_work = ServerAtWork()
-    retrying_deadlocks(flush)()
+    retrying_deadlocks(counted_flush)()
     at_work.join(10)
     assert not at_work.is_alive() and at_work.error is None, at_work.error
+    assert len(tries) == 2  # the deadlock's victim, then the flush that went through
+
+
+def test_a_flush_that_fails_otherwise_is_not_tried_again():
+    tries = []
+
+    def failing_flush() -> None:
+        tries.append(1)
+        with connection.cursor() as cursor:
+            try:
+                cursor.execute("SELECT * FROM no_such_table")
+            except Exception as error:
+                raise CommandError("flush failed") from error
+
+    with pytest.raises(CommandError):
+        retrying_deadlocks(failing_flush)()
+    assert len(tries) == 1

@@ -234,20 +234,29 @@ _not_waiting: weakref.WeakSet[Any] = weakref.WeakSet()
 
 @contextmanager
 def own_connection_step() -> Iterator[None]:
-    """A live recording's batch, on a connection of its own (a recorder's
-    thread: nothing else writes through it).  On PostgreSQL its statements
-    run in autocommit, each atomic and committed by itself, in a session
-    whose commits do not wait for the disk (`synchronous_commit = off`, set
-    once): a batch of frames is one COPY, without `write_step`'s BEGIN, SET
-    LOCAL and COMMIT, three round trips on which the viewers' messages wait
-    (and, at thousands of frames a second, the interpreter's lock after each:
-    bench/README.md, eleventh stop).  A batch that also writes fragments (a
-    second COPY) may fail after its frames are in: as any failed batch, the
-    caller calls `CaptureWriter.lost_writes` and the close writes every
-    call's fragments again.  `own_connection_done` before the close, whose
-    last commit waits and so makes every batch before it durable.  Elsewhere
-    (SQLite, or inside a transaction): `write_step`."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    """A live recording's batch, on a connection of its own: its recorder's
+    thread's (a websocket recording's own thread, or a proxied request's,
+    which opens the capture before the first batch and closes it after
+    `own_connection_done`; nothing else writes through it meanwhile).
+
+    On PostgreSQL the batch's statements run in autocommit, each atomic and
+    committed by itself, in a session whose commits do not wait for the disk
+    (`synchronous_commit = off`, set once): a batch of frames is one COPY,
+    without `write_step`'s BEGIN, SET LOCAL and COMMIT, three round trips on
+    which the viewers' messages wait (and, at thousands of frames a second,
+    the interpreter's lock after each: bench/README.md, eleventh stop).  A
+    batch that also writes fragments (a second COPY) may fail after its
+    frames are in: as any failed batch, the caller calls
+    `CaptureWriter.lost_writes` and the close writes every call's fragments
+    again.  `own_connection_done` before the close, whose last commit waits
+    and so makes every batch before it durable.  Elsewhere (SQLite, inside a
+    transaction, or with Django's pool of connections, which would hand the
+    session's setting on to another request): `write_step`."""
+    if (
+        connection.vendor != "postgresql"
+        or connection.in_atomic_block
+        or connection.settings_dict.get("OPTIONS", {}).get("pool")
+    ):
         with write_step():
             yield
         return

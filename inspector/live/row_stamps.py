@@ -35,7 +35,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.template.loader import get_template
-from django.utils.html import conditional_escape
 
 from inspector.captures.pages.frames import RAW_SHOWN, ROW_TEMPLATE, FrameRow, frame_row
 
@@ -82,7 +81,11 @@ def live_row_html(
 def stamped(row: FrameRow) -> str:
     """The row template's output for `row`."""
     values: list[Any] = []
-    key = _shape(row, values, {})
+    slots: dict = {}
+    loose: list[Any] = []
+    key = _shape(row, values, slots, loose)
+    if loose:  # a bool or float equal to a value in a slot (True == 1) is part of the shape
+        key = (key, tuple([slots.get(value) for value in loose]))
     stamp = _stamps.get(key, False)
     if stamp is False:
         stamp = _new_stamp(key, row, values)
@@ -117,43 +120,43 @@ def _fill(stamp: Stamp, values: list[Any]) -> str:
     for slot, after in pairs:
         value = values[slot]
         kind = type(value)
-        # What the template does to a value: a plain str escaped (Django's
-        # `escape` is `html.escape`, which changes only what `_needs_escape`
-        # finds), an int as is, anything else conditionally.
+        # What the template does to a value (a str or an int: `_shapes`): a str
+        # escaped (Django's `escape` is `html.escape`, which changes only what
+        # `_needs_escape` finds), an int as is.
         if kind is str:
             out.append(html.escape(value) if _needs_escape(value) else value)
-        elif kind is int:
-            out.append(str(value))
         else:
-            out.append(conditional_escape(value))
+            out.append(str(value))
         out.append(after)
     return "".join(out)
 
 
 # -- shapes ----------------------------------------------------------------------------------
 #
-# `_shape` and `_placeheld` walk a row alike, leaf by leaf (str and int values,
-# in the same order): `_shape` collects the values and says the shape,
-# `_placeheld` builds the copy with placeholders in the same slots.  A truthy
-# str or int is a leaf, its slot shared by equal values (a str never equals an
-# int); "" and 0 stay in the copy as they are, and None, bool and float too.
+# `_shape` (with `_shapes`) and `_placeheld` walk a row alike, leaf by leaf
+# (str and int values, in the same order): `_shape` collects the values and
+# says the shape, `_placeheld` builds the copy with placeholders in the same
+# slots.  A truthy str or int is a leaf, its slot shared by equal values (a str
+# never equals an int); "" and 0 stay in the copy as they are, and None, bool
+# and float too (the bools and floats are also noted as `loose`: `stamped`
+# adds to the shape which slot's value each equals).
 
 
-def _shape(value: Any, values: list[Any], slots: dict) -> Any:
+def _shape(value: Any, values: list[Any], slots: dict, loose: list[Any]) -> Any:
     kind = type(value)
     if kind is list or kind is tuple:
-        return (kind, _shapes(value, values, slots))
+        return (kind, _shapes(value, values, slots, loose))
     if kind is dict:
-        return (kind, tuple(value), _shapes(value.values(), values, slots))
+        return (kind, tuple(value), _shapes(value.values(), values, slots, loose))
     fields = _field_getters.get(kind, False)
     if fields is False:
         fields = _field_getter(kind)
     if fields is not None:
-        return (kind, _shapes(fields(value), values, slots))
-    return _shapes((value,), values, slots)[0]
+        return (kind, _shapes(fields(value), values, slots, loose))
+    return _shapes((value,), values, slots, loose)[0]
 
 
-def _shapes(items: Iterable[Any], values: list[Any], slots: dict) -> tuple:
+def _shapes(items: Iterable[Any], values: list[Any], slots: dict, loose: list[Any]) -> tuple:
     """The shapes of `items`; the leaves among them (most are) said here, not
     by a call each: a truthy str or int is its slot, "" is itself and 0 is -1
     (no slot is), and a value of no container or dataclass type is
@@ -177,8 +180,10 @@ def _shapes(items: Iterable[Any], values: list[Any], slots: dict) -> tuple:
             or _field_getters.get(kind) is not None
             or (kind not in _field_getters and _field_getter(kind) is not None)
         ):
-            shape.append(_shape(item, values, slots))
+            shape.append(_shape(item, values, slots, loose))
         else:
+            if kind is bool or kind is float:
+                loose.append(item)
             shape.append((kind, item))
     return tuple(shape)
 
@@ -220,12 +225,14 @@ def _fields(kind: type) -> tuple[str, ...] | None:
 
 def _field_getter(kind: type) -> Callable[[Any], tuple] | None:
     """`value` -> its fields' values, for dataclass `kind`; asked once a type
-    (`_shape` reads the cache first: it asks of every value)."""
+    (`_shape` and `_shapes` read the cache first: they ask of every value)."""
     getter = _field_getters.get(kind, False)
     if getter is False:
         names = _fields(kind)
         if names is None:
             getter = None
+        elif not names:
+            getter = _no_fields
         elif len(names) == 1:
             getter = _one_field(names[0])
         else:
@@ -236,3 +243,7 @@ def _field_getter(kind: type) -> Callable[[Any], tuple] | None:
 
 def _one_field(name: str) -> Callable[[Any], tuple]:
     return lambda value: (getattr(value, name),)
+
+
+def _no_fields(value: Any) -> tuple:
+    return ()

@@ -14,7 +14,7 @@ from django.db import connection
 from psycopg.pq import TransactionStatus
 
 from inspector.captures import fast_rows, models
-from inspector.captures.store import open_capture
+from inspector.captures.store import open_capture, store_stream
 from inspector.live.session import LiveCapture
 
 pytestmark = [
@@ -72,23 +72,24 @@ def record(live: LiveCapture) -> list[str]:
 
 
 def test_a_recorders_batches_commit_alone_and_its_close_waits_again(copies):
+    default = synchronous_commit()  # the server's ("on" unless configured otherwise)
     live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
-    assert synchronous_commit() == "on"
     settings = record(live)
     assert set(settings) == {"off"}
     assert copies and set(copies) == {TransactionStatus.IDLE}  # no BEGIN: autocommit
     # Every batch is in, as seen from another session (committed).
     assert stored_elsewhere(live.capture.pk) == len(blocks())
     live.close()
-    assert synchronous_commit() == "on"
+    assert synchronous_commit() == default
     capture = models.Capture.objects.get(pk=live.capture.pk)
     assert capture.outcome == "ok" and capture.frame_count == len(blocks())
     assert models.Frame.objects.filter(capture=capture).count() == len(blocks())
 
 
 def test_other_live_captures_keep_a_transaction_a_batch(copies):
+    default = synchronous_commit()
     live = LiveCapture(open_capture(stream_format="sse"))
-    assert set(record(live)) == {"on"}
+    assert set(record(live)) == {default}
     assert copies and set(copies) == {TransactionStatus.INTRANS}
     live.close()
     assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
@@ -97,15 +98,68 @@ def test_other_live_captures_keep_a_transaction_a_batch(copies):
 def test_a_connection_opened_again_is_set_again(copies):
     """Django may open the thread's connection again (after an error): the
     new session has the server's default, and is set again."""
+    default = synchronous_commit()
     live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
     first, *rest = blocks()
     live.append_reads([(first, time.monotonic())])
     assert synchronous_commit() == "off"
     connection.close()
-    assert synchronous_commit() == "on"  # a new session
+    assert synchronous_commit() == default  # a new session
     for block in rest:
         live.append_reads([(block, time.monotonic())])
     assert synchronous_commit() == "off"
     live.close()
-    assert synchronous_commit() == "on"
+    assert synchronous_commit() == default
     assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
+
+
+def test_a_batch_whose_fragments_fail_after_its_frames_went_in(monkeypatch):
+    """In autocommit a batch's frames may be stored while its fragments are
+    not: the batch fails as a whole for its caller, and the close writes every
+    call's fragments, as after any failed batch."""
+    from inspector.captures import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "FRAGMENT_SECONDS", 0.0)  # fragments every batch
+    copy = fast_rows._copy
+
+    def failing_fragments(sql, rows):
+        if "captures_fragment" in sql:
+            raise RuntimeError("the fragments' COPY failed")
+        return copy(sql, rows)
+
+    live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
+    first, *rest = blocks()
+    live.append_reads([(first, time.monotonic())])
+    monkeypatch.setattr(fast_rows, "_copy", failing_fragments)
+    failed = 0
+    for block in rest:
+        try:
+            live.append_reads([(block, time.monotonic())])
+        except RuntimeError:
+            failed += 1
+    assert failed  # some batch wrote fragments, and failed after its frames
+    monkeypatch.setattr(fast_rows, "_copy", copy)
+    assert stored_elsewhere(live.capture.pk) == len(blocks())  # frames in, nonetheless
+    live.close()
+    capture = models.Capture.objects.get(pk=live.capture.pk)
+    assert capture.outcome == "ok"
+    upload = store_stream(b"".join(blocks()), stream_format="sse", title="the same, uploaded")
+    assert fragments_of(capture) and fragments_of(capture) == fragments_of(upload)
+
+
+def fragments_of(capture: models.Capture) -> list[tuple]:
+    rows = models.Fragment.objects.filter(capture=capture).order_by("position", "seq")
+    return list(rows.values_list("position", "seq", "frame", "offset", "text", "complete"))
+
+
+async def test_the_ingest_sockets_recorder_writes_on_its_own_connection(copies):
+    """A real recorder (the ingest websocket's) gives its LiveCapture its own
+    connection: its batches' COPYs run outside a transaction."""
+    from inspector.live.recorder import SocketRecording
+
+    recording = SocketRecording.open(stream_format="sse", title="own connection")
+    assert await recording.ready()
+    for block in blocks():
+        recording.feed(block, time.monotonic())
+    assert (await recording.finish())["outcome"] == "ok"
+    assert TransactionStatus.IDLE in copies

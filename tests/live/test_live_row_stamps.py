@@ -88,3 +88,27 @@ def test_rows_whose_values_are_equal_or_falsy_take_stamps_of_their_own(monkeypat
         "same 7/7 c", "same 7/7 =", "apart 7/8 ", "apart 7/8 "
     ]  # fmt: skip
     assert None not in row_stamps._stamps.values()
+
+
+def test_a_bool_equal_to_a_number_is_part_of_the_shape(monkeypatch):
+    """True == 1: a template comparing a row's `focus` with its number renders
+    "same" for frame 1 and "apart" for frame 2, and so do the stamps."""
+    from django.template import Context, Template
+
+    template = Template(
+        "{% if row.focus == row.number %}same{% else %}apart{% endif %} {{ row.number }}"
+    )
+    monkeypatch.setattr(row_stamps, "_stamps", {})
+    monkeypatch.setattr(row_stamps, "render", lambda row: template.render(Context({"row": row})))
+    rows = [frame_row("s", n, "chunk", "data: {}", 8, None, focus=n) for n in (2, 1, 3, 1)]
+    assert [row_stamps.stamped(row) for row in rows] == ["apart 2", "same 1", "apart 3", "same 1"]
+
+
+def test_a_dataclass_without_fields_has_a_shape():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Empty:
+        pass
+
+    assert row_stamps._shape([Empty(), "x"], [], {}, []) == (list, ((Empty, ()), 0))
