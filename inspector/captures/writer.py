@@ -226,13 +226,16 @@ class CaptureWriter:
             self._spills[policy].add(assembler.events.drain())
         self.stream.compact()
 
-    def store(self, frames: list[Frame], rows: RowSink = IN_PROCESS) -> None:
+    def store(
+        self, frames: list[Frame], rows: RowSink = IN_PROCESS, *, fragments: bool = True
+    ) -> None:
         """Write the frames the last `take` gave (and the dialect they tell)
         to `rows` (this process's connection, or a step another process
         writes); a live writer also, every FRAGMENT_SECONDS, the started
-        calls' new fragments, and a step written behind every time (its
-        process's work, not this one's).  A live caller whose transaction
-        fails calls `lost_writes`."""
+        calls' new fragments (unless `fragments` is False: the caller writes
+        them after, `store_fragments`), and a step written behind every time
+        (its process's work, not this one's).  A live caller whose
+        transaction fails calls `lost_writes`."""
         if not frames:
             return
         live = self._insert == LIVE
@@ -245,11 +248,22 @@ class CaptureWriter:
             calls=self.last_calls,
             rows=rows,
         )
-        if rows.behind or (live and time.monotonic() >= self._fragments_due):
+        if rows.behind or (fragments and self.fragments_due):
             self._store_fragments(rows)
         self._store_dialect(rows)
         if self._arrivals is not None:  # as stored (a failed store adds none: see close)
             self._arrivals.extend([math.nan if t is None else t for t in self.last_arrived_ms])
+
+    @property
+    def fragments_due(self) -> bool:
+        """Whether a live writer's started calls' new fragments are due
+        (every FRAGMENT_SECONDS)."""
+        return self._insert == LIVE and time.monotonic() >= self._fragments_due
+
+    def store_fragments(self) -> None:
+        """Write the started calls' new fragments now (a live writer whose
+        `store` left them out).  A caller whose write fails calls `lost_writes`."""
+        self._store_fragments(IN_PROCESS)
 
     def _store_fragments(self, sink: RowSink) -> None:
         """The started calls' fragments not written yet (`FragmentLog`)."""

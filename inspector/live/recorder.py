@@ -236,9 +236,10 @@ class Recorder:
                 return
 
     async def _store_and_publish(self, reads: list[tuple[bytes, float]], end: bool) -> None:
-        """One batch: its frames stored (one transaction) and sent to the
-        viewers (one message); then the call cards the throttle lets out,
-        rendered after the frames went, so a card never delays them."""
+        """One batch: its frames stored and sent to the viewers (one
+        message); then the calls' new fragments (every FRAGMENT_SECONDS) and
+        the call cards the throttle lets out, written and rendered after the
+        frames went, so neither delays them."""
         try:
             message = await self._in_thread(self._append)(reads, end)
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
@@ -248,6 +249,11 @@ class Recorder:
         group = broadcast.capture_group(self.slug)
         for part in broadcast.split_batch(message) if message is not None else ():
             await broadcast.send(group, part)
+        if not end and self.live.fragments_due:  # at the end, closing writes the rest
+            try:
+                await self._in_thread(self.live.store_fragments)()
+            except Exception:  # noqa: BLE001 - the close writes them all again
+                logger.exception("capture %s: storing fragments failed", self.slug)
         if end or not self.live.card_due:
             return  # at the end, closing sends every card
         try:

@@ -189,12 +189,34 @@ class LiveCapture:
             message = self._message(rows, cards=False)
             try:
                 with own_connection_step() if self._own_connection else write_step():
-                    writer.store(frames)  # (the close's commit waits)
+                    # (the close's commit waits; a recorder writes fragments after
+                    # the message went out: `store_fragments`)
+                    writer.store(frames, fragments=not self._own_connection)
             except BaseException:
                 writer.lost_writes()  # which fragment rows the batch kept is unknown
                 raise
             self._keep(rows)
             return message
+
+    @property
+    def fragments_due(self) -> bool:
+        """Whether a recorder's `store_fragments` has rows to write now."""
+        return self._own_connection and not self.closed and self.writer.fragments_due
+
+    def store_fragments(self) -> None:
+        """A recorder's started calls' new fragments, written after the
+        batch's message went out: the viewers are told of frames, and the
+        fragments' COPY (every FRAGMENT_SECONDS) need not delay them.  When it
+        fails, the close writes every call's fragments again."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                with own_connection_step():
+                    self.writer.store_fragments()
+            except BaseException:
+                self.writer.lost_writes()
+                raise
 
     def due_cards(self) -> FramesMessage | None:
         """The cards the throttle lets out now (`LiveCards.cards`), if any."""

@@ -113,13 +113,34 @@ def test_a_connection_opened_again_is_set_again(copies):
     assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
 
 
-def test_a_batch_whose_fragments_fail_after_its_frames_went_in(monkeypatch):
-    """In autocommit a batch's frames may be stored while its fragments are
-    not: the batch fails as a whole for its caller, and the close writes every
-    call's fragments, as after any failed batch."""
+def test_a_recorders_fragments_are_written_after_its_batch(monkeypatch):
+    """The batch writes its frames only; the fragments due come with
+    `store_fragments`, which the recorder calls once the batch's message went out."""
     from inspector.captures import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "FRAGMENT_SECONDS", 0.0)  # fragments every batch
+    monkeypatch.setattr(writer_module, "FRAGMENT_SECONDS", 0.0)  # always due
+    live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
+    written = []
+    for block in blocks():
+        live.append_reads([(block, time.monotonic())])
+        before = models.Fragment.objects.filter(capture=live.capture).count()
+        assert live.fragments_due
+        live.store_fragments()
+        written.append((before, models.Fragment.objects.filter(capture=live.capture).count()))
+    assert any(after > before for before, after in written)
+    assert all(before == (written[i - 1][1] if i else 0) for i, (before, _) in enumerate(written))
+    live.close()
+    assert not live.fragments_due
+    upload = store_stream(b"".join(blocks()), stream_format="sse", title="the same, uploaded")
+    assert fragments_of(live.capture) == fragments_of(upload)
+
+
+def test_fragments_that_fail_are_written_by_the_close(monkeypatch):
+    """A failed `store_fragments` (the frames are stored): the close writes
+    every call's fragments, as after any failed batch."""
+    from inspector.captures import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "FRAGMENT_SECONDS", 0.0)
     copy = fast_rows._copy
 
     def failing_fragments(sql, rows):
@@ -130,14 +151,16 @@ def test_a_batch_whose_fragments_fail_after_its_frames_went_in(monkeypatch):
     live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
     first, *rest = blocks()
     live.append_reads([(first, time.monotonic())])
+    live.store_fragments()
     monkeypatch.setattr(fast_rows, "_copy", failing_fragments)
     failed = 0
     for block in rest:
+        live.append_reads([(block, time.monotonic())])
         try:
-            live.append_reads([(block, time.monotonic())])
+            live.store_fragments()
         except RuntimeError:
             failed += 1
-    assert failed  # some batch wrote fragments, and failed after its frames
+    assert failed  # some call had new fragments, and their COPY failed
     monkeypatch.setattr(fast_rows, "_copy", copy)
     assert stored_elsewhere(live.capture.pk) == len(blocks())  # frames in, nonetheless
     live.close()
