@@ -63,7 +63,8 @@ READ_SLICE = 64 * 1024
 LATE_TOUCHES = 100_000
 
 # A live writer writes the started calls' new fragments with the batch that
-# comes this long after it last wrote them (and the close writes the rest):
+# comes this long after it last wrote them, or a recorder right after that
+# batch's message (`LiveCapture.store_fragments`); the close writes the rest:
 # one COPY or INSERT of many rows, not one a batch of a few milliseconds.
 # On PostgreSQL, fragments with every batch made 20 captures at 500 frames/s
 # on two processes p99 219-245 ms (131-146 with all of them left to the
@@ -260,18 +261,23 @@ class CaptureWriter:
         (every FRAGMENT_SECONDS)."""
         return self._insert == LIVE and time.monotonic() >= self._fragments_due
 
-    def store_fragments(self) -> None:
-        """Write the started calls' new fragments now (a live writer whose
-        `store` left them out).  A caller whose write fails calls `lost_writes`."""
-        self._store_fragments(IN_PROCESS)
-
-    def _store_fragments(self, sink: RowSink) -> None:
-        """The started calls' fragments not written yet (`FragmentLog`)."""
+    def new_fragment_rows(self) -> list[tuple]:
+        """The started calls' fragments not written yet (`FragmentLog`, which
+        counts them as written from now: a caller whose write of them fails
+        calls `lost_writes`), for `store_fragment_rows`; the next are due
+        FRAGMENT_SECONDS from now."""
         self._fragments_due = time.monotonic() + FRAGMENT_SECONDS
         strict = self.strict
-        rows = list(self.fragments.new_rows(self.capture.pk, strict.started, strict.dialect))
-        if rows:  # a batch without fragments sends no statement (an empty COPY is a round trip)
+        return list(self.fragments.new_rows(self.capture.pk, strict.started, strict.dialect))
+
+    def store_fragment_rows(self, rows: list[tuple], sink: RowSink = IN_PROCESS) -> None:
+        """Write `new_fragment_rows`'s rows (a live writer whose `store` left
+        them out writes them so, after its batch)."""
+        if rows:  # none, no statement (an empty COPY is a round trip)
             sink.insert(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
+
+    def _store_fragments(self, sink: RowSink) -> None:
+        self.store_fragment_rows(self.new_fragment_rows(), sink)
 
     def lost_writes(self) -> None:
         """A transaction that stored frames failed: which fragment rows it

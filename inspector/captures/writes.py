@@ -244,19 +244,16 @@ def own_connection_step() -> Iterator[None]:
     (`synchronous_commit = off`, set once): a batch of frames is one COPY,
     without `write_step`'s BEGIN, SET LOCAL and COMMIT, three round trips on
     which the viewers' messages wait (and, at thousands of frames a second,
-    the interpreter's lock after each: bench/README.md, eleventh stop).  A
-    batch that also writes fragments (a second COPY) may fail after its
-    frames are in: as any failed batch, the caller calls
+    the interpreter's lock after each: bench/README.md, eleventh stop).  The
+    calls' fragments are a step of their own (`LiveCapture.store_fragments`),
+    and a batch's statements (its frames, the dialect once known) commit one
+    by one: when one fails, as when any batch fails, the caller calls
     `CaptureWriter.lost_writes` and the close writes every call's fragments
     again.  `own_connection_done` before the close, whose last commit waits
     and so makes every batch before it durable.  Elsewhere (SQLite, inside a
     transaction, or with Django's pool of connections, which would hand the
     session's setting on to another request): `write_step`."""
-    if (
-        connection.vendor != "postgresql"
-        or connection.in_atomic_block
-        or connection.settings_dict.get("OPTIONS", {}).get("pool")
-    ):
+    if connection.vendor != "postgresql" or connection.in_atomic_block or pooled():
         with write_step():
             yield
         return
@@ -266,6 +263,12 @@ def own_connection_step() -> Iterator[None]:
             cursor.execute("SET synchronous_commit = off")
         _not_waiting.add(connection.connection)
     yield
+
+
+def pooled() -> bool:
+    """Whether Django pools this database's connections (`OPTIONS["pool"]`,
+    which needs psycopg_pool: not a dependency here, but a deployment may add it)."""
+    return bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))
 
 
 def own_connection_done() -> None:

@@ -177,9 +177,11 @@ class LiveCapture:
         """Take a batch of reads, each `(bytes, clock time it arrived)`; the
         one message for all the frames they completed (no cards: `due_cards`
         renders those once the frames went out).  The rows are rendered
-        before the transaction opens and the frames stored in one
-        transaction (one commit a batch); the message is only sent after
-        it, so a viewer is never told of a frame that is not stored."""
+        before the frames are written, in one transaction (one commit a
+        batch), or for a recorder's own connection in one COPY
+        (`writes.own_connection_step`; its fragments come after the message:
+        `store_fragments`); the message is only sent after that, so a viewer
+        is never told of a frame that is not stored."""
         with self._lock:
             writer = self.writer
             for data, arrived in reads:
@@ -211,9 +213,12 @@ class LiveCapture:
         with self._lock:
             if self.closed:
                 return
+            rows = self.writer.new_fragment_rows()
+            if not rows:  # (a stream of text: no statement at all)
+                return
             try:
-                with own_connection_step():
-                    self.writer.store_fragments()
+                with own_connection_step() if self._own_connection else write_step():
+                    self.writer.store_fragment_rows(rows)
             except BaseException:
                 self.writer.lost_writes()
                 raise

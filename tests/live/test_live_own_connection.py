@@ -6,6 +6,7 @@ a batch."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -38,16 +39,27 @@ def synchronous_commit() -> str:
 
 @pytest.fixture
 def copies(monkeypatch):
-    """The transaction status of the connection as each COPY begins."""
-    seen: list[TransactionStatus] = []
+    """The transaction status of the connection as each COPY begins (and, in
+    `copies.tables`, the table each COPY wrote)."""
+    seen = Copies()
     copy = fast_rows._copy
 
     def noting(sql, rows):
         seen.append(TransactionStatus(connection.connection.info.transaction_status))
+        seen.tables.append(sql.split()[1].strip('"'))
         return copy(sql, rows)
 
     monkeypatch.setattr(fast_rows, "_copy", noting)
     return seen
+
+
+class Copies(list):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[str] = []
+
+    def of(self, table: str) -> set[TransactionStatus]:
+        return {status for status, name in zip(self, self.tables, strict=True) if name == table}
 
 
 def stored_elsewhere(capture_pk: int) -> int:
@@ -175,14 +187,37 @@ def fragments_of(capture: models.Capture) -> list[tuple]:
     return list(rows.values_list("position", "seq", "frame", "offset", "text", "complete"))
 
 
-async def test_the_ingest_sockets_recorder_writes_on_its_own_connection(copies):
+async def test_the_ingest_sockets_recorder_writes_on_its_own_connection(copies, monkeypatch):
     """A real recorder (the ingest websocket's) gives its LiveCapture its own
-    connection: its batches' COPYs run outside a transaction."""
+    connection, and writes the fragments after each batch: its batches' and
+    its fragments' COPYs run outside a transaction (the close's inside one)."""
+    from inspector.captures import writer as writer_module
     from inspector.live.recorder import SocketRecording
 
+    monkeypatch.setattr(writer_module, "FRAGMENT_SECONDS", 0.0)  # due after every batch
     recording = SocketRecording.open(stream_format="sse", title="own connection")
     assert await recording.ready()
-    for block in blocks():
+    for block in blocks():  # a batch each: the next read once the last is stored
+        stored = len(copies.tables)
         recording.feed(block, time.monotonic())
+        for _ in range(1000):
+            if len(copies.tables) > stored:
+                break
+            await asyncio.sleep(0.005)
     assert (await recording.finish())["outcome"] == "ok"
-    assert TransactionStatus.IDLE in copies
+    assert TransactionStatus.IDLE in copies.of("captures_frame")
+    assert TransactionStatus.IDLE in copies.of("captures_fragment")
+
+
+def test_under_djangos_pool_a_batch_keeps_its_transaction(copies, monkeypatch):
+    """A pooled connection goes to other requests: no session setting there."""
+    from inspector.captures import writes
+
+    default = synchronous_commit()
+    # (Django's own pool needs psycopg_pool, not installed here: only its option is asked.)
+    monkeypatch.setattr(writes, "pooled", lambda: True)
+    live = LiveCapture(open_capture(stream_format="sse"), own_connection=True)
+    assert set(record(live)) == {default}
+    assert copies and set(copies) == {TransactionStatus.INTRANS}
+    live.close()
+    assert models.Frame.objects.filter(capture=live.capture).count() == len(blocks())
