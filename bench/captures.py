@@ -32,25 +32,17 @@ from __future__ import annotations
 import gc
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-if not os.environ.get("DATABASE_URL"):
-    os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inspector.settings")
+from in_process import setup_django
+
 # The 100k-frame stream is ~34 MB, over the default 20 MB upload limit.
-os.environ.setdefault("INSPECTOR_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024))
+setup_django(INSPECTOR_MAX_UPLOAD_BYTES=str(200 * 1024 * 1024))
 
 import django  # noqa: E402
 import orjson  # noqa: E402
-
-django.setup()
-
 from assemble import parallel_stream  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402

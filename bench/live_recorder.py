@@ -18,23 +18,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-if not os.environ.get("DATABASE_URL"):
-    os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inspector.settings")
-os.environ.setdefault("INSPECTOR_DEBUG", "0")  # as in production: no SQL kept per query
+from in_process import setup_django
 
-import django  # noqa: E402
-
-django.setup()
+setup_django(INSPECTOR_DEBUG="0")  # as in production: no SQL kept per query
 
 from django.core.management import call_command  # noqa: E402
 from live_viewer import frames  # noqa: E402

@@ -24,23 +24,12 @@ for any capture on either axis, and about the same at 100k frames as at 1k
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-if not os.environ.get("DATABASE_URL"):
-    os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inspector.settings")
-os.environ.setdefault("INSPECTOR_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024))
+from in_process import setup_django
 
-import django  # noqa: E402
-
-django.setup()
+setup_django(INSPECTOR_MAX_UPLOAD_BYTES=str(200 * 1024 * 1024))
 
 from assemble import parallel_stream  # noqa: E402
 from django.core.management import call_command  # noqa: E402

@@ -25,6 +25,7 @@ import functools
 import threading
 import time
 from collections import deque
+from contextlib import AbstractContextManager
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
@@ -190,9 +191,7 @@ class LiveCapture:
             rows = self._rows(frames, self.elapsed_ms())
             message = self._message(rows, cards=False)
             try:
-                with own_connection_step() if self._own_connection else write_step():
-                    # (the close's commit waits; a recorder writes fragments after
-                    # the message went out: `store_fragments`)
+                with self._write_step():  # (a recorder's fragments: `store_fragments`)
                     writer.store(frames, fragments=not self._own_connection)
             except BaseException:
                 writer.lost_writes()  # which fragment rows the batch kept is unknown
@@ -200,9 +199,14 @@ class LiveCapture:
             self._keep(rows)
             return message
 
+    def _write_step(self) -> AbstractContextManager[None]:
+        """A step of this capture's writes before its close (whose last
+        commit waits): on a recorder's own connection, `own_connection_step`."""
+        return own_connection_step() if self._own_connection else write_step()
+
     @property
     def fragments_due(self) -> bool:
-        """Whether a recorder's `store_fragments` has rows to write now."""
+        """Whether a recorder's `store_fragments` is due (it may find no rows)."""
         return self._own_connection and not self.closed and self.writer.fragments_due
 
     def store_fragments(self) -> None:
@@ -217,7 +221,7 @@ class LiveCapture:
             if not rows:  # (a stream of text: no statement at all)
                 return
             try:
-                with own_connection_step() if self._own_connection else write_step():
+                with self._write_step():
                     self.writer.store_fragment_rows(rows)
             except BaseException:
                 self.writer.lost_writes()
