@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import time
 import weakref
@@ -152,6 +153,12 @@ class Recorder:
         if self.own_thread:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
             self._context = contextvars.Context()
+        # The side lane (`_side_work`): its own thread, context and connection.
+        self._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder-side")
+        self._side_task: asyncio.Task | None = None
+        self._side_wanted = asyncio.Event()  # a batch went out, or the stream paused
+        self._held_wanted = False  # the stream paused with cards held back
+        self._side_stopping = False
 
     def _in_thread(self, function: Callable) -> Callable:
         """`function` run in the recording's writing thread: the request's
@@ -213,6 +220,11 @@ class Recorder:
             self._failed = True
         else:
             _recordings[self.slug] = self
+            self._side_task = keep(
+                asyncio.get_running_loop().create_task(
+                    self._side_work(), context=contextvars.Context()
+                )
+            )
             await broadcast.announce(self.live.capture, "opened")
         finally:
             self._opened.set()
@@ -226,7 +238,8 @@ class Recorder:
         while True:
             items = await self._next_batch()
             if not items:  # quiet while call cards were held back: send them now
-                await self._send_held_cards()
+                self._held_wanted = True
+                self._side_wanted.set()
                 continue
             end = items[-1] is None
             reads = [item for item in items if item is not None]
@@ -237,9 +250,7 @@ class Recorder:
 
     async def _store_and_publish(self, reads: list[tuple[bytes, float]], end: bool) -> None:
         """One batch: its frames stored and sent to the viewers (one
-        message); then the calls' new fragments (every FRAGMENT_SECONDS) and
-        the call cards the throttle lets out, written and rendered after the
-        frames went, so neither delays them."""
+        message); then the side lane is told to see what is due."""
         try:
             message = await self._in_thread(self._append)(reads, end)
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
@@ -249,30 +260,57 @@ class Recorder:
         group = broadcast.capture_group(self.slug)
         for part in broadcast.split_batch(message) if message is not None else ():
             await broadcast.send(group, part)
-        if not end and self.live.fragments_due:  # at the end, closing writes the rest
-            try:
-                await self._in_thread(self.live.store_fragments)()
-            except Exception:  # noqa: BLE001 - the close writes them all again
-                logger.exception("capture %s: storing fragments failed", self.slug)
-        if end or not self.live.card_due:
-            return  # at the end, closing sends every card
+        if not end:  # at the end, closing writes the rest and sends every card
+            self._side_wanted.set()
+
+    async def _side_work(self) -> None:
+        """The recording's side lane: the calls' new fragments written
+        (every FRAGMENT_SECONDS) and the call cards the throttle lets out
+        rendered and sent, in a thread, context and database connection of
+        their own, while the frames' batches go on.  In the frames' lane,
+        after each batch's message, they cost the viewers: the batches behind
+        a fragments' COPY or a long call's card (each a few milliseconds)
+        waited for them (bench/README.md, issue 13's twelfth stop).  A card's
+        context is taken under the recording's lock and rendered outside it
+        (`LiveCapture.due_cards`).  It wakes when a batch went out or the
+        stream paused with cards held back, and stops before the close
+        (`_stop_side_work`), which writes every fragment left and whose
+        page has every card."""
+        run = functools.partial(sync_to_async, thread_sensitive=False, executor=self._side)
+        live = self.live
         try:
-            cards = await self._in_thread(self.live.due_cards)()
+            while True:
+                await self._side_wanted.wait()
+                self._side_wanted.clear()
+                if self._side_stopping or self._failed:
+                    return
+                if live.fragments_due:
+                    try:
+                        await run(live.store_fragments)()
+                    except Exception:  # noqa: BLE001 - the close writes them all again
+                        logger.exception("capture %s: storing fragments failed", self.slug)
+                held, self._held_wanted = self._held_wanted, False
+                if held or live.card_due:
+                    await self._send_cards(run(live.held_cards if held else live.due_cards))
+        finally:
+            await run(_close_connection)()
+            self._side.shutdown(wait=False)
+
+    async def _send_cards(self, render: Callable) -> None:
+        try:
+            message = await render()
         except Exception:  # noqa: BLE001 - viewers are best effort
             logger.exception("capture %s: rendering cards failed", self.slug)
             return
-        if cards is not None:
-            await broadcast.send(group, cards)
-
-    async def _send_held_cards(self) -> None:
-        """The call cards the throttle held back (`LiveCapture.held_cards`)."""
-        try:
-            message = await self._in_thread(self.live.held_cards)()
-        except Exception:  # noqa: BLE001 - viewers are best effort
-            logger.exception("capture %s: rendering held cards failed", self.slug)
-            return
         if message is not None:
             await broadcast.send(broadcast.capture_group(self.slug), message)
+
+    async def _stop_side_work(self) -> None:
+        """Let the side lane finish what it is doing, and stop it."""
+        if self._side_task is not None:
+            self._side_stopping = True
+            self._side_wanted.set()
+            await asyncio.shield(self._side_task)
 
     async def _next_batch(self) -> list[tuple[bytes, float] | None]:
         """The reads of the next batch (see FLUSH_SECONDS): all those waiting
@@ -356,6 +394,7 @@ class Recorder:
 
     async def _finish(self, meta: dict[str, Any]) -> dict[str, Any] | None:
         await self.drain()
+        await self._stop_side_work()
         try:
             message = await self._in_thread(self.close_sync)(meta)
         finally:

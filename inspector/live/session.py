@@ -212,27 +212,53 @@ class LiveCapture:
     def store_fragments(self) -> None:
         """A recorder's started calls' new fragments, written after the
         batch's message went out: the viewers are told of frames, and the
-        fragments' COPY (every FRAGMENT_SECONDS) need not delay them.  When it
-        fails, the close writes every call's fragments again."""
+        fragments' COPY (every FRAGMENT_SECONDS) need not delay them.  Taken
+        under the lock and written outside it, by a thread on a connection of
+        its own (the recorder's side lane), while the frames' batches go on.
+        When it fails, the close writes every call's fragments again."""
         with self._lock:
             if self.closed:
                 return
             rows = self.writer.new_fragment_rows()
-            if not rows:  # (a stream of text: no statement at all)
-                return
-            try:
-                with self._write_step():
-                    self.writer.store_fragment_rows(rows)
-            except BaseException:
+        if not rows:  # (a stream of text: no statement at all)
+            return
+        try:
+            with self._write_step():
+                self.writer.store_fragment_rows(rows)
+        except BaseException:
+            with self._lock:
                 self.writer.lost_writes()
-                raise
+            raise
 
     def due_cards(self) -> FramesMessage | None:
-        """The cards the throttle lets out now (`LiveCards.cards`), if any."""
+        """The cards the throttle lets out now (`LiveCards.cards`), if any:
+        their contexts taken under the lock, rendered outside it, so a
+        recorder's batches go on while a long call's card renders."""
+        return self._cards(throttle=True)
+
+    def held_cards(self) -> FramesMessage | None:
+        """The cards held back, rendered now (no frame came meanwhile)."""
+        return self._cards(throttle=False)
+
+    def _cards(self, *, throttle: bool) -> FramesMessage | None:
+        """A message of cards alone.  It carries no refusal or dialect note
+        (the frames' messages do): it may go out after a later batch's."""
         with self._lock:
-            if not self.rows.card_due:
+            if self.closed or (throttle and not self.rows.card_due):
                 return None
-            return self._message(self._rows([], self.elapsed_ms()), throttle=True)
+            started = time.perf_counter()  # the cards' cost, for the throttle's spacing
+            self.rows.read()
+            cards = self.rows.cards_to_render(throttle=throttle)
+            if not cards:
+                return None
+            refusal = refusal_entry(self.strict.refusal)
+        try:
+            rendered = [card.render() for card in cards]
+        finally:
+            if throttle:
+                with self._lock:
+                    self.rows.rendered(time.perf_counter() - started)
+        return frames_message(self.capture.slug, [], call_entries(rendered), refusal)
 
     @property
     def card_due(self) -> bool:
@@ -246,11 +272,6 @@ class LiveCapture:
     def held_back(self) -> bool:
         """Whether some call's card was held back by the throttle."""
         return self.rows.held_back
-
-    def held_cards(self) -> FramesMessage | None:
-        """The cards held back, rendered now (no frame came meanwhile)."""
-        with self._lock:
-            return self._message(self._rows([], self.elapsed_ms()), throttle=False)
 
     def snapshot(self, after: int) -> tuple[SnapshotMessage, models.Capture] | None:
         """What a viewer who has the frames up to `after` needs first, from

@@ -18,6 +18,7 @@ number of renders, spread over its batches.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -70,6 +71,19 @@ class Rendered:
 
     position: int
     html: str
+
+
+@dataclass
+class CardToRender:
+    """A call's card to render: the context its template reads, taken from
+    the assembler beforehand (`LiveCards.cards_to_render`)."""
+
+    position: int
+    context: dict[str, Any]
+
+    def render(self) -> Rendered:
+        html = str(get_template(CARD_TEMPLATE).render(self.context)).strip()
+        return Rendered(self.position, html)
 
 
 class FragmentTrail:
@@ -128,6 +142,7 @@ class LiveCards:
         self._touched: set[int] = set()  # calls the last read's events touched
         self._rendered_at: dict[int, float] = {}
         self._cards_free_at = 0.0  # no throttled card before (CARD_SPACING)
+        self._taken_at = 0.0  # when the last throttled cards were taken
         self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
         self._refusal_noted = False
         self._refusal_shown: tuple[Refusal | None, str] = (None, "")
@@ -233,6 +248,21 @@ class LiveCards:
         rendered longest ago: a batch's cost stays bounded however many
         calls stream at once; and none until the spacing after the last
         throttled render (CARD_SPACING) has passed."""
+        started = time.perf_counter()  # the render's cost, in seconds whatever `clock` is
+        cards = self.cards_to_render(every=every, throttle=throttle)
+        try:
+            return [card.render() for card in cards]
+        finally:
+            if throttle and cards:
+                self.rendered(time.perf_counter() - started)
+
+    def cards_to_render(self, *, every: bool = False, throttle: bool = True) -> list[CardToRender]:
+        """`cards` in two halves: here the cards it would render, each with
+        the context its template reads, taken from the assembler now (under
+        the recording's lock); `CardToRender.render` reads nothing else, so
+        it may run once the lock is let go.  With `throttle`, once they are
+        rendered, `rendered` must be told what it all cost: no throttled card
+        is due until then."""
         now = self.clock()
         if throttle and now < self._cards_free_at:
             return []
@@ -241,20 +271,24 @@ class LiveCards:
             due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
             positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
         out = []
-        started = time.perf_counter()  # the render's cost, in seconds whatever `clock` is
         for position in positions:
             self._changed.discard(position)
             self._rendered_at[position] = now
-            out.append(Rendered(position, self.card_html(position)))
+            out.append(CardToRender(position, self.card_context(position)))
         if throttle and out:
-            self._cards_free_at = now + (CARD_SPACING + 1) * (time.perf_counter() - started)
+            self._taken_at, self._cards_free_at = now, math.inf
         return out
+
+    def rendered(self, seconds: float) -> None:
+        """The throttled cards `cards_to_render` gave were taken and rendered
+        in `seconds`: the next wait CARD_SPACING times that."""
+        self._cards_free_at = self._taken_at + (CARD_SPACING + 1) * seconds
 
     def current_cards(self) -> list[Rendered]:
         """The cards of the newest CALLS_PER_PAGE calls as they are now, for
         a viewer who joins, without touching the throttle: the viewers
         already watching get their cards as before."""
-        return [Rendered(position, self.card_html(position)) for position in self._newest()]
+        return [CardToRender(p, self.card_context(p)).render() for p in self._newest()]
 
     def _newest(self) -> range:
         """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
@@ -266,6 +300,11 @@ class LiveCards:
 
     def card_html(self, position: int) -> str:
         """The card of the call at `position`, as it is now."""
+        return CardToRender(position, self.card_context(position)).render().html
+
+    def card_context(self, position: int) -> dict[str, Any]:
+        """What the card template reads for the call at `position`, as it is
+        now: copies only, none of the assembler's objects (`cards_to_render`)."""
         call = self.assembler.started[position]
         capture = SimpleNamespace(slug=self.slug, dialect=self.assembler.dialect)
         trail = self._trail(call, capture.dialect)
@@ -282,8 +321,7 @@ class LiveCards:
         card.fragment_links = pager_links(card.fragment_pager, self._fragments_page(position))
         for fragment, before in trail.shown(card.fragment_pager.start):
             card.fragments.append(fragment_row(capture, card, fragment, None, before))
-        context = {"card": card, "capture": capture, "strict": strict}
-        return str(get_template(CARD_TEMPLATE).render(context)).strip()
+        return {"card": card, "capture": capture, "strict": strict}
 
     def refusal_html(self) -> str:
         """The refusal decided so far, as the capture page shows it ("" for none)."""

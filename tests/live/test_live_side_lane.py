@@ -1,0 +1,184 @@
+"""A recorder's side lane: the calls' fragments written and their cards
+rendered in a thread of their own, so a batch of frames never waits behind
+them (a fragments' COPY, or the card of a long call, took milliseconds in
+the frames' lane).  A card is rendered from a context taken under the
+recording's lock: what it shows is the call as it was then."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import orjson
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connection
+
+from inspector.captures import models
+from inspector.captures.pages import live_cards
+from inspector.captures.writer import CaptureWriter
+from inspector.live import broadcast
+from inspector.live.recorder import SocketRecording
+from inspector.live.session import LiveCapture
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADER = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a": "'}}
+
+
+def chunk(delta: dict) -> bytes:
+    body = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def piece(text: str) -> bytes:
+    return chunk({"tool_calls": [{"index": 0, "function": {"arguments": text}}]})
+
+
+async def until(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return condition()
+
+
+def batches(sent: list[dict]) -> list[dict]:
+    return [m for m in sent if m["type"] == "capture.frames"]
+
+
+def frames_sent(sent: list[dict]) -> list[int]:
+    return [f["number"] for m in batches(sent) for f in m["frames"]]
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[dict]:
+    messages: list[dict] = []
+
+    async def spy(group: str, message: dict) -> None:
+        messages.append(message)
+
+    monkeypatch.setattr(broadcast, "send", spy)
+    return messages
+
+
+@pytest.mark.asyncio
+async def test_frames_go_out_while_a_card_renders(monkeypatch, sent):
+    rendering, release = threading.Event(), threading.Event()
+    render = live_cards.CardToRender.render
+    threads: list[str] = []
+
+    def slow_render(card):
+        threads.append(threading.current_thread().name)
+        rendering.set()
+        release.wait(10)
+        return render(card)
+
+    monkeypatch.setattr(live_cards.CardToRender, "render", slow_render)
+    recording = SocketRecording.open(stream_format="sse", title="slow card")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    try:
+        assert await until(rendering.is_set)  # the call's first card, stuck in its render
+        for number, text in enumerate(["x", "y", "z"], start=1):
+            recording.feed(piece(text), time.monotonic())
+            assert await until(lambda n=number: n in frames_sent(sent)), frames_sent(sent)
+        assert not any(m["calls"] for m in batches(sent))
+    finally:
+        release.set()
+    assert await until(lambda: any(m["calls"] for m in batches(sent)))
+    card = next(m for m in batches(sent) if m["calls"])
+    assert card["frames"] == [] and card["refusal_html"] == card["dialect_html"] == ""
+    # Taken before the frames after it went out: the call as it was then.
+    assert "0 fragments" in card["calls"][0]["html"] or "1 fragment," in card["calls"][0]["html"]
+    assert threads and all(name.startswith("recorder-side") for name in threads)
+    finished = await recording.finish()
+    assert finished is not None and finished["type"] == "capture.finished"
+
+
+@pytest.fixture
+def slow_fragments(monkeypatch) -> tuple[threading.Event, threading.Event, list[str]]:
+    """`store_fragment_rows` held until the second event is set; the first
+    says it was called; the list, in which threads."""
+    writing, release = threading.Event(), threading.Event()
+    store = CaptureWriter.store_fragment_rows
+    threads: list[str] = []
+
+    def slow_store(writer, rows, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        writing.set()
+        release.wait(10)
+        return store(writer, rows, *args, **kwargs)
+
+    monkeypatch.setattr(CaptureWriter, "store_fragment_rows", slow_store)
+    return writing, release, threads
+
+
+@database_sync_to_async
+def stored_fragments(slug: str) -> list[str]:
+    fragments = models.Fragment.objects.filter(capture__slug=slug).order_by("seq")
+    return [f.text for f in fragments]
+
+
+@pytest.mark.asyncio
+async def test_fragments_are_written_aside_and_the_close_waits_for_them(slow_fragments, sent):
+    writing, release, threads = slow_fragments
+    recording = SocketRecording.open(stream_format="sse", title="slow fragments")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    try:
+        assert await until(writing.is_set)
+        recording.feed(piece("w1") + piece('"}'), time.monotonic())
+        finishing = recording.finish()
+        await asyncio.sleep(0.2)
+        assert not finishing.done()  # the close waits for the fragments being written
+    finally:
+        release.set()
+    assert (await finishing)["type"] == "capture.finished"
+    assert threads and all(name.startswith("recorder-side") for name in threads)
+    assert await stored_fragments(recording.slug) == ['{"a": "', "w1", '"}']  # each once
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite: one writer at a time")
+async def test_frames_go_out_while_fragments_are_written(slow_fragments, sent):
+    writing, release, _ = slow_fragments
+    recording = SocketRecording.open(stream_format="sse", title="slow fragments")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    try:
+        assert await until(writing.is_set)
+        for number in range(1, 4):
+            recording.feed(piece(f"w{number}"), time.monotonic())
+            assert await until(lambda n=number: n in frames_sent(sent)), frames_sent(sent)
+    finally:
+        release.set()
+    recording.feed(piece('"}'), time.monotonic())
+    await recording.finish()
+    assert await stored_fragments(recording.slug) == ['{"a": "', "w1", "w2", "w3", '"}']
+
+
+def test_a_card_shows_the_call_as_it_was_when_taken():
+    live = LiveCapture.open(stream_format="sse")
+    live.append_reads([(chunk({"tool_calls": [HEADER]}) + piece("one"), time.monotonic())])
+    (card,) = live.rows.cards_to_render(throttle=False)
+    live.append_reads([(piece("two") + piece("three"), time.monotonic())])
+    then = card.render().html
+    now = live.rows.card_html(0)
+    assert "3 fragments" not in then and ">one<" in then and ">two<" not in then
+    assert "3 fragments" not in now and "4 fragments" in now and ">three<" in now
+
+
+def test_no_throttled_card_is_due_until_the_last_ones_cost_is_told():
+    live = LiveCapture.open(stream_format="sse")
+    now = [0.0]
+    live.rows.clock = lambda: now[0]
+    live.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
+    assert live.rows.card_due
+    (card,) = live.rows.cards_to_render(throttle=True)
+    card.render()
+    live.append_reads([(piece("more"), time.monotonic())])
+    now[0] = 100.0  # long past RENDER_INTERVAL
+    assert not live.rows.card_due and live.rows.cards_to_render(throttle=True) == []
+    live.rows.rendered(0.001)  # spacing: (CARD_SPACING + 1) ms from when they were taken
+    assert live.rows.card_due
