@@ -260,7 +260,8 @@ class Recorder:
         group = broadcast.capture_group(self.slug)
         for part in broadcast.split_batch(message) if message is not None else ():
             await broadcast.send(group, part)
-        if not end:  # at the end, closing writes the rest and sends every card
+        live = self.live
+        if not end and (live.fragments_due or live.card_due):  # (at the end, the close)
             self._side_wanted.set()
 
     async def _side_work(self) -> None:
