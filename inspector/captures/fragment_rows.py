@@ -3,8 +3,8 @@ time: the scanner's state after each fragment (and, for Gemini path pieces,
 the arguments object after it), scanned once here so pages never scan.
 
 A live recording writes a started call's new fragments with a batch of
-frames every `writer.FRAGMENT_SECONDS`, or a recorder right after that
-batch's message (`FragmentLog.new_rows`): a started
+frames every `writer.FRAGMENT_SECONDS`, or a recorder's side lane apart
+from its batches (`FragmentLog.new_rows`): a started
 call keeps its position in the strict result, so its rows never need its
 Call row, which exists only once the capture closes.  The close then writes only what is left
 (`FragmentLog.rest`), which is what keeps a long stream's close short.  An

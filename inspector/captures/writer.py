@@ -63,8 +63,8 @@ READ_SLICE = 64 * 1024
 LATE_TOUCHES = 100_000
 
 # A live writer writes the started calls' new fragments with the batch that
-# comes this long after it last wrote them, or a recorder right after that
-# batch's message (`LiveCapture.store_fragments`); the close writes the rest:
+# comes this long after it last wrote them, or a recorder's side lane apart
+# from its batches (`LiveCapture.store_fragments`); the close writes the rest:
 # one COPY or INSERT of many rows, not one a batch of a few milliseconds.
 # On PostgreSQL, fragments with every batch made 20 captures at 500 frames/s
 # on two processes p99 219-245 ms (131-146 with all of them left to the
@@ -272,7 +272,7 @@ class CaptureWriter:
 
     def store_fragment_rows(self, rows: list[tuple], sink: RowSink = IN_PROCESS) -> None:
         """Write `new_fragment_rows`'s rows (a live writer whose `store` left
-        them out writes them so, after its batch)."""
+        them out writes them so, apart from its batches)."""
         if rows:  # none, no statement (an empty COPY is a round trip)
             sink.insert(models.Fragment, FRAGMENT_FIELDS, rows, one_statement=True)
 

@@ -237,7 +237,9 @@ def own_connection_step() -> Iterator[None]:
     """A live recording's batch, on a connection of its own: its recorder's
     thread's (a websocket recording's own thread, or a proxied request's,
     which opens the capture before the first batch and closes it after
-    `own_connection_done`; nothing else writes through it meanwhile).
+    `own_connection_done`; nothing else writes through it meanwhile), or
+    its side lane's, which writes the calls' fragments (`recorder.Recorder.
+    _side_work`, whose thread closes its connection when it stops).
 
     On PostgreSQL the batch's statements run in autocommit, each atomic and
     committed by itself, in a session whose commits do not wait for the disk
@@ -250,7 +252,8 @@ def own_connection_step() -> Iterator[None]:
     by one: when one fails, as when any batch fails, the caller calls
     `CaptureWriter.lost_writes` and the close writes every call's fragments
     again.  `own_connection_done` before the close, whose last commit waits
-    and so makes every batch before it durable.  Elsewhere (SQLite, inside a
+    and so makes every batch before it durable (the side lane's too: it has
+    stopped, its last COPY committed, before the close begins).  Elsewhere (SQLite, inside a
     transaction, or with Django's pool of connections, which would hand the
     session's setting on to another request): `write_step`."""
     if connection.vendor != "postgresql" or connection.in_atomic_block or pooled():

@@ -5,7 +5,8 @@ A stream read in a server task (the proxy's relay, the ingest socket) is
 recorded by a `Recorder`: `feed(bytes, arrival)` only queues, and a
 recorder task feeds the queue to a `LiveCapture` in batches of a few
 milliseconds (sync ORM, in the recording's writing thread), then publishes
-each batch to the capture's viewers (`broadcast`).  The capture's
+each batch to the capture's viewers (`broadcast`); its side lane, a thread
+of its own, writes the calls' fragments and renders their cards meanwhile.  The capture's
 `arrived_ms` are the reads' arrival times, counted from the moment the
 request was sent upstream, however far the recorder lags behind.  HTTP
 ingest, one request per append, uses the sync functions at the end
@@ -40,7 +41,7 @@ from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
 
 from . import attempts, broadcast, redact
-from .broadcast import SnapshotMessage
+from .broadcast import FramesMessage, SnapshotMessage
 from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
@@ -153,10 +154,11 @@ class Recorder:
         if self.own_thread:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
             self._context = contextvars.Context()
-        # The side lane (`_side_work`): its own thread, context and connection.
+        # The side lane (`_side_work`): a thread of its own, and so a database
+        # connection of its own.
         self._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder-side")
         self._side_task: asyncio.Task | None = None
-        self._side_wanted = asyncio.Event()  # a batch went out, or the stream paused
+        self._side_wanted = asyncio.Event()  # fragments or a card due, or held cards
         self._held_wanted = False  # the stream paused with cards held back
         self._side_stopping = False
 
@@ -237,7 +239,7 @@ class Recorder:
     async def _record(self) -> None:
         while True:
             items = await self._next_batch()
-            if not items:  # quiet while call cards were held back: send them now
+            if not items:  # quiet while call cards were held back: the side lane sends them
                 self._held_wanted = True
                 self._side_wanted.set()
                 continue
@@ -250,7 +252,7 @@ class Recorder:
 
     async def _store_and_publish(self, reads: list[tuple[bytes, float]], end: bool) -> None:
         """One batch: its frames stored and sent to the viewers (one
-        message); then the side lane is told to see what is due."""
+        message); then the side lane woken if fragments or a card are due."""
         try:
             message = await self._in_thread(self._append)(reads, end)
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
@@ -260,58 +262,70 @@ class Recorder:
         group = broadcast.capture_group(self.slug)
         for part in broadcast.split_batch(message) if message is not None else ():
             await broadcast.send(group, part)
-        live = self.live
-        if not end and (live.fragments_due or live.card_due):  # (at the end, the close)
+        if not end and self.live.side_work_due:  # (at the end, the close does it all)
             self._side_wanted.set()
 
     async def _side_work(self) -> None:
         """The recording's side lane: the calls' new fragments written
         (every FRAGMENT_SECONDS) and the call cards the throttle lets out
-        rendered and sent, in a thread, context and database connection of
+        rendered and sent, in a thread (and so on a database connection) of
         their own, while the frames' batches go on.  In the frames' lane,
         after each batch's message, they cost the viewers: the batches behind
         a fragments' COPY or a long call's card (each a few milliseconds)
         waited for them (bench/README.md, issue 13's twelfth stop).  A card's
         context is taken under the recording's lock and rendered outside it
-        (`LiveCapture.due_cards`).  It wakes when a batch went out or the
-        stream paused with cards held back, and stops before the close
-        (`_stop_side_work`), which writes every fragment left and whose
-        page has every card."""
+        (`LiveCapture.due_cards`).  It wakes when a batch found either due
+        (`LiveCapture.side_work_due`) or the stream paused with cards held
+        back, and stops before the close (`_stop_side_work`), which writes
+        every fragment left and whose page has every card."""
         run = functools.partial(sync_to_async, thread_sensitive=False, executor=self._side)
-        live = self.live
         try:
             while True:
                 await self._side_wanted.wait()
                 self._side_wanted.clear()
                 if self._side_stopping or self._failed:
                     return
-                if live.fragments_due:
-                    try:
-                        await run(live.store_fragments)()
-                    except Exception:  # noqa: BLE001 - the close writes them all again
-                        logger.exception("capture %s: storing fragments failed", self.slug)
-                held, self._held_wanted = self._held_wanted, False
-                if held or live.card_due:
-                    await self._send_cards(run(live.held_cards if held else live.due_cards))
+                try:
+                    await self._side_pass(run)
+                except Exception:  # noqa: BLE001 - the close writes and renders it all
+                    logger.exception("capture %s: the side lane failed", self.slug)
         finally:
             await run(_close_connection)()
             self._side.shutdown(wait=False)
 
-    async def _send_cards(self, render: Callable) -> None:
-        try:
-            message = await render()
-        except Exception:  # noqa: BLE001 - viewers are best effort
-            logger.exception("capture %s: rendering cards failed", self.slug)
-            return
+    async def _side_pass(self, run: Callable[[Callable], Callable]) -> None:
+        held, self._held_wanted = self._held_wanted, False
+        message = await run(self._side_step)(held)
         if message is not None:
             await broadcast.send(broadcast.capture_group(self.slug), message)
 
+    def _side_step(self, held: bool) -> FramesMessage | None:
+        """What is due, in the side lane's thread: the fragments, then the
+        cards held back or those the throttle lets out (`due_cards` says,
+        under the lock); their message, if any."""
+        live = self.live
+        if live.fragments_due:
+            try:
+                live.store_fragments()
+            except Exception:  # noqa: BLE001 - the close writes them all again
+                logger.exception("capture %s: storing fragments failed", self.slug)
+        try:
+            return live.held_cards() if held else live.due_cards()
+        except Exception:  # noqa: BLE001 - viewers are best effort
+            logger.exception("capture %s: rendering cards failed", self.slug)
+            return None
+
     async def _stop_side_work(self) -> None:
-        """Let the side lane finish what it is doing, and stop it."""
-        if self._side_task is not None:
-            self._side_stopping = True
-            self._side_wanted.set()
+        """Let the side lane finish what it is doing, and stop it; the close
+        goes on whatever happened there."""
+        if self._side_task is None:
+            return
+        self._side_stopping = True
+        self._side_wanted.set()
+        try:
             await asyncio.shield(self._side_task)
+        except Exception:  # noqa: BLE001 - logged; the capture must still close
+            logger.exception("capture %s: stopping the side lane failed", self.slug)
 
     async def _next_batch(self) -> list[tuple[bytes, float] | None]:
         """The reads of the next batch (see FLUSH_SECONDS): all those waiting

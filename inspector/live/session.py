@@ -105,14 +105,19 @@ class LiveCapture:
         self._keeping = keep_rows
         self._kept: deque[Row] = deque()
         self._kept_html = 0
-        # The writing thread appends while a joining viewer's `snapshot` reads;
-        # `_closing` answers a joiner at once while the close holds the lock.
+        # The writing thread appends while a joining viewer's `snapshot` reads
+        # and a recorder's side lane takes fragments and cards (`store_fragments`,
+        # `due_cards`); `_closing` answers a joiner at once while the close holds it.
         self._lock = threading.Lock()
         self._closing = False
-        # `own_connection`: appended to and closed by one thread, whose
-        # connection nothing else writes through (a recorder's): its batches
-        # are `writes.own_connection_step`s.
+        # `own_connection` (a recorder's): appended to and closed by one thread,
+        # and its fragments written by another (the recorder's side lane), each
+        # on a connection nothing else writes through: their steps are
+        # `writes.own_connection_step`s.
         self._own_connection = own_connection
+        # Whether the side lane has work, as the last `append_reads` found it
+        # under the lock (the event loop reads it: a bool, no set iterated).
+        self.side_work_due = False
         warm_up()
 
     @classmethod
@@ -177,12 +182,12 @@ class LiveCapture:
     def append_reads(self, reads: list[tuple[bytes, float]]) -> FramesMessage | None:
         """Take a batch of reads, each `(bytes, clock time it arrived)`; the
         one message for all the frames they completed (no cards: `due_cards`
-        renders those once the frames went out).  The rows are rendered
-        before the frames are written, in one transaction (one commit a
-        batch), or for a recorder's own connection in one COPY
-        (`writes.own_connection_step`; its fragments come after the message:
-        `store_fragments`); the message is only sent after that, so a viewer
-        is never told of a frame that is not stored."""
+        renders those apart).  The rows are rendered before the frames are
+        written, in one transaction (one commit a batch), or for a recorder's
+        own connection in one COPY (`writes.own_connection_step`; its
+        fragments are written apart: `store_fragments`); the message is only
+        sent after that, so a viewer is never told of a frame that is not
+        stored.  `side_work_due` then says whether either is due."""
         with self._lock:
             writer = self.writer
             for data, arrived in reads:
@@ -197,6 +202,7 @@ class LiveCapture:
                 writer.lost_writes()  # which fragment rows the batch kept is unknown
                 raise
             self._keep(rows)
+            self.side_work_due = self.fragments_due or self.rows.card_due
             return message
 
     def _write_step(self) -> AbstractContextManager[None]:
@@ -210,12 +216,12 @@ class LiveCapture:
         return self._own_connection and not self.closed and self.writer.fragments_due
 
     def store_fragments(self) -> None:
-        """A recorder's started calls' new fragments, written after the
-        batch's message went out: the viewers are told of frames, and the
-        fragments' COPY (every FRAGMENT_SECONDS) need not delay them.  Taken
-        under the lock and written outside it, by a thread on a connection of
-        its own (the recorder's side lane), while the frames' batches go on.
-        When it fails, the close writes every call's fragments again."""
+        """A recorder's started calls' new fragments (every
+        FRAGMENT_SECONDS), apart from its batches: taken under the lock and
+        written outside it by the recorder's side lane, on a connection of
+        its own, while the frames' batches go on (the viewers are told of
+        frames; the fragments' COPY need not delay them).  When it fails,
+        the close writes every call's fragments again."""
         with self._lock:
             if self.closed:
                 return
@@ -231,9 +237,9 @@ class LiveCapture:
             raise
 
     def due_cards(self) -> FramesMessage | None:
-        """The cards the throttle lets out now (`LiveCards.cards`), if any:
-        their contexts taken under the lock, rendered outside it, so a
-        recorder's batches go on while a long call's card renders."""
+        """The cards the throttle lets out now (`LiveCards.cards_to_render`),
+        if any: their contexts taken under the lock, rendered outside it, so
+        a recorder's batches go on while a long call's card renders."""
         return self._cards(throttle=True)
 
     def held_cards(self) -> FramesMessage | None:
@@ -242,28 +248,27 @@ class LiveCapture:
 
     def _cards(self, *, throttle: bool) -> FramesMessage | None:
         """A message of cards alone.  It carries no refusal or dialect note
-        (the frames' messages do): it may go out after a later batch's."""
+        (the frames' messages do): it may go out after a later batch's.  A
+        card taken before a joining viewer's snapshot may reach the viewer
+        after it: its call is still marked changed, so the next render puts
+        the newer card back."""
         with self._lock:
             if self.closed or (throttle and not self.rows.card_due):
                 return None
             started = time.perf_counter()  # the cards' cost, for the throttle's spacing
             self.rows.read()
-            cards = self.rows.cards_to_render(throttle=throttle)
+            refusal = refusal_entry(self.strict.refusal)
+            cards = self.rows.cards_to_render(throttle=throttle)  # (the last step here)
             if not cards:
                 return None
-            refusal = refusal_entry(self.strict.refusal)
         try:
             rendered = [card.render() for card in cards]
         finally:
             if throttle:
+                cost = time.perf_counter() - started  # (not the wait for the lock)
                 with self._lock:
-                    self.rows.rendered(time.perf_counter() - started)
+                    self.rows.rendered(cost)
         return frames_message(self.capture.slug, [], call_entries(rendered), refusal)
-
-    @property
-    def card_due(self) -> bool:
-        """Whether `due_cards` has a card to render now."""
-        return self.rows.card_due
 
     def _elapsed_at(self, moment: float) -> float:
         return round((moment - self._started) * 1000, 3)

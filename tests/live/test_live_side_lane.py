@@ -18,7 +18,7 @@ from django.db import connection
 from inspector.captures import models
 from inspector.captures.pages import live_cards
 from inspector.captures.writer import CaptureWriter
-from inspector.live import broadcast
+from inspector.live import broadcast, recorder
 from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
@@ -99,7 +99,8 @@ async def test_frames_go_out_while_a_card_renders(monkeypatch, sent):
 @pytest.fixture
 def slow_fragments(monkeypatch) -> tuple[threading.Event, threading.Event, list[str]]:
     """`store_fragment_rows` held until the second event is set; the first
-    says it was called; the list, in which threads."""
+    says it was called; the list, in which threads it was, and "written"
+    when each returned."""
     writing, release = threading.Event(), threading.Event()
     store = CaptureWriter.store_fragment_rows
     threads: list[str] = []
@@ -108,7 +109,8 @@ def slow_fragments(monkeypatch) -> tuple[threading.Event, threading.Event, list[
         threads.append(threading.current_thread().name)
         writing.set()
         release.wait(10)
-        return store(writer, rows, *args, **kwargs)
+        store(writer, rows, *args, **kwargs)
+        threads.append("written")
 
     monkeypatch.setattr(CaptureWriter, "store_fragment_rows", slow_store)
     return writing, release, threads
@@ -121,8 +123,19 @@ def stored_fragments(slug: str) -> list[str]:
 
 
 @pytest.mark.asyncio
-async def test_fragments_are_written_aside_and_the_close_waits_for_them(slow_fragments, sent):
+async def test_fragments_are_written_aside_and_the_close_waits_for_them(
+    monkeypatch, slow_fragments, sent
+):
+    """(On SQLite the close would wait anyway, for the one turn to write: the
+    order is the side lane's doing on PostgreSQL.)"""
     writing, release, threads = slow_fragments
+    close_sync = SocketRecording.close_sync
+
+    def closing(recording, meta):
+        threads.append("close")
+        return close_sync(recording, meta)
+
+    monkeypatch.setattr(SocketRecording, "close_sync", closing)
     recording = SocketRecording.open(stream_format="sse", title="slow fragments")
     assert await recording.ready()
     recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
@@ -135,7 +148,8 @@ async def test_fragments_are_written_aside_and_the_close_waits_for_them(slow_fra
     finally:
         release.set()
     assert (await finishing)["type"] == "capture.finished"
-    assert threads and all(name.startswith("recorder-side") for name in threads)
+    assert threads[-2:] == ["written", "close"]  # the held write was done before the close
+    assert all(name.startswith("recorder-side") for name in threads[:-2])
     assert await stored_fragments(recording.slug) == ['{"a": "', "w1", '"}']  # each once
 
 
@@ -182,3 +196,52 @@ def test_no_throttled_card_is_due_until_the_last_ones_cost_is_told():
     assert not live.rows.card_due and live.rows.cards_to_render(throttle=True) == []
     live.rows.rendered(0.001)  # spacing: (CARD_SPACING + 1) ms from when they were taken
     assert live.rows.card_due
+
+
+@pytest.mark.asyncio
+async def test_the_side_lane_closes_its_connection(monkeypatch, sent):
+    closed: list[str] = []
+    close = recorder._close_connection
+
+    def spy() -> None:
+        closed.append(threading.current_thread().name)
+        close()
+
+    monkeypatch.setattr(recorder, "_close_connection", spy)
+    recording = SocketRecording.open(stream_format="sse", title="connections")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}) + piece('1"}'), time.monotonic())
+    await recording.finish()
+    assert sorted(name.split("_")[0] for name in closed) == ["recorder", "recorder-side"]
+
+
+@pytest.mark.asyncio
+async def test_a_failing_side_lane_is_logged_and_the_capture_still_closes(
+    monkeypatch, sent, caplog
+):
+    def broken(live):
+        raise RuntimeError("no cards today")
+
+    monkeypatch.setattr(LiveCapture, "due_cards", broken)
+    monkeypatch.setattr(LiveCapture, "store_fragments", broken)
+    recording = SocketRecording.open(stream_format="sse", title="broken side")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    assert await until(lambda: "rendering cards failed" in caplog.text)
+    recording.feed(piece("x"), time.monotonic())
+    assert await until(lambda: 1 in frames_sent(sent))  # the frames go on
+    finished = await recording.finish()
+    assert finished is not None and finished["outcome"] != models.Capture.Outcome.LIVE
+    assert "storing fragments failed" in caplog.text
+
+
+def test_due_cards_lets_the_next_card_out_after_the_spacing():
+    live = LiveCapture.open(stream_format="sse")
+    now = [0.0]
+    live.rows.clock = lambda: now[0]
+    live.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
+    assert live.side_work_due and live.due_cards()["calls"][0]["position"] == 0
+    live.append_reads([(piece("more"), time.monotonic())])
+    assert live.due_cards() is None  # rendered less than RENDER_INTERVAL ago
+    now[0] = live_cards.RENDER_INTERVAL + 1.0  # far past the interval and the spacing
+    assert live.due_cards()["calls"][0]["position"] == 0

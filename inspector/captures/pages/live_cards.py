@@ -56,9 +56,10 @@ REFUSAL_TEMPLATE = "inspector/_refusal.html"
 DIALECT_TEMPLATE = "inspector/_dialect_note.html"
 RENDER_INTERVAL = 0.5  # seconds between two renders of one call's card, at least
 CARDS_PER_BATCH = 1  # cards rendered for one batch of frames while they stream, at most
-# While fragments stream, rendering cards takes at most about a tenth of the
-# recorder's time: after a render that took t, the next waits CARD_SPACING * t
-# (a card of a long call takes several ms; the frames' rows come first).
+# While fragments stream, rendering cards takes at most about a tenth of a
+# recording's time: after a render that took t, the next waits CARD_SPACING * t
+# (a card of a long call takes several ms; a recorder renders them beside its
+# frames' batches, in its side lane, and they compete for the interpreter).
 CARD_SPACING = 9
 
 # A frame row's notes: (the calls it touched, its marks).
@@ -73,7 +74,7 @@ class Rendered:
     html: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class CardToRender:
     """A call's card to render: the context its template reads, taken from
     the assembler beforehand (`LiveCards.cards_to_render`)."""
@@ -232,7 +233,8 @@ class LiveCards:
 
     @property
     def card_due(self) -> bool:
-        """Whether `cards()` (throttled) would render a card now."""
+        """Whether `cards()` (throttled) would render a card now (under the
+        recording's lock: the set of changed calls changes in its threads)."""
         now = self.clock()
         if not self._changed or now < self._cards_free_at:
             return False
