@@ -37,7 +37,9 @@ from inspector.captures.pages.frames import FRAMES_PER_PAGE, ROW_TEMPLATE, frame
 from inspector.captures.pages.live_cards import (
     CARD_TEMPLATE,
     DIALECT_TEMPLATE,
+    PROCESS_CARDS,
     REFUSAL_TEMPLATE,
+    CardToRender,
     LiveCards,
 )
 from inspector.captures.store import open_capture
@@ -118,6 +120,7 @@ class LiveCapture:
         # Whether the side lane has work, as the last `append_reads` found it
         # under the lock (the event loop reads it: a bool, no set iterated).
         self.side_work_due = False
+        self.card_budget = PROCESS_CARDS  # the process's, for `due_cards`
         warm_up()
 
     @classmethod
@@ -202,7 +205,9 @@ class LiveCapture:
                 writer.lost_writes()  # which fragment rows the batch kept is unknown
                 raise
             self._keep(rows)
-            self.side_work_due = self.fragments_due or self.rows.card_due
+            self.side_work_due = self.fragments_due or (
+                self.rows.card_due and self.card_budget.open
+            )
             return message
 
     def _write_step(self) -> AbstractContextManager[None]:
@@ -251,21 +256,31 @@ class LiveCapture:
         (the frames' messages do): it may go out after a later batch's.  A
         card taken before a joining viewer's snapshot may reach the viewer
         after it: its call is still marked changed, so the next render puts
-        the newer card back."""
+        the newer card back.  Throttled, they also wait for the process's
+        `card_budget`."""
+        budget = self.card_budget if throttle else None
         with self._lock:
             if self.closed or (throttle and not self.rows.card_due):
                 return None
-            started = time.perf_counter()  # the cards' cost, for the throttle's spacing
-            self.rows.read()
-            refusal = refusal_entry(self.strict.refusal)
-            cards = self.rows.cards_to_render(throttle=throttle)  # (the last step here)
+            if budget is not None and not budget.take():
+                return None
+            started = time.perf_counter()  # the cards' cost, for the throttles' spacing
+            cards: list[CardToRender] = []
+            try:
+                self.rows.read()
+                refusal = refusal_entry(self.strict.refusal)
+                cards = self.rows.cards_to_render(throttle=throttle)  # (the last step here)
+            finally:
+                if budget is not None and not cards:
+                    budget.spent(0.0)  # none taken: open again
             if not cards:
                 return None
         try:
             rendered = [card.render() for card in cards]
         finally:
-            if throttle:
+            if budget is not None:
                 cost = time.perf_counter() - started  # (not the wait for the lock)
+                budget.spent(cost)
                 with self._lock:
                     self.rows.rendered(cost)
         return frames_message(self.capture.slug, [], call_entries(rendered), refusal)

@@ -239,9 +239,38 @@ def test_due_cards_lets_the_next_card_out_after_the_spacing():
     live = LiveCapture.open(stream_format="sse")
     now = [0.0]
     live.rows.clock = lambda: now[0]
+    live.card_budget = live_cards.CardBudget(clock=lambda: now[0])
     live.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
     assert live.side_work_due and live.due_cards()["calls"][0]["position"] == 0
     live.append_reads([(piece("more"), time.monotonic())])
     assert live.due_cards() is None  # rendered less than RENDER_INTERVAL ago
     now[0] = live_cards.RENDER_INTERVAL + 1.0  # far past the interval and the spacing
     assert live.due_cards()["calls"][0]["position"] == 0
+
+
+def test_the_recordings_of_a_process_share_one_card_budget(monkeypatch):
+    now = [0.0]
+    budget = live_cards.CardBudget(clock=lambda: now[0])
+    lives = [LiveCapture.open(stream_format="sse") for _ in range(2)]
+    for live in lives:
+        live.rows.clock = lambda: now[0]
+        live.card_budget = budget
+    first, second = lives
+    first.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
+    assert first.side_work_due and first.due_cards() is not None
+    second.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
+    # Its own throttle lets the card out, the process's spacing not yet: no wake-up.
+    assert second.rows.card_due and not second.side_work_due
+    assert second.due_cards() is None
+    now[0] = 1.0  # past the spacing (ten times a render of a few ms)
+    assert second.due_cards()["calls"][0]["position"] == 0
+    # A render that fails opens the budget again, at its cost.
+    monkeypatch.setattr(live_cards.CardToRender, "render", lambda card: 1 / 0)
+    now[0] = 10.0
+    first.append_reads([(piece("x"), time.monotonic())])
+    with pytest.raises(ZeroDivisionError):
+        first.due_cards()
+    now[0] = 11.0
+    assert budget.open
+    second.append_reads([(piece("y"), time.monotonic())])
+    assert second.side_work_due

@@ -13,12 +13,15 @@ fragments only.  While fragments stream in, a call's card is rendered
 again at most every RENDER_INTERVAL seconds and a batch renders at most
 CARDS_PER_BATCH cards (the rest go out with a later batch, when the stream
 pauses, or when the capture closes), so a fast stream costs a bounded
-number of renders, spread over its batches.
+number of renders, spread over its batches; a recorder's throttled cards
+also share one budget with every other recording of the process
+(`CardBudget`), so many captures at once cost no more.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -61,6 +64,45 @@ CARDS_PER_BATCH = 1  # cards rendered for one batch of frames while they stream,
 # (a card of a long call takes several ms; a recorder renders them beside its
 # frames' batches, in its side lane, and they compete for the interpreter).
 CARD_SPACING = 9
+
+
+class CardBudget:
+    """The same spacing for all of a process's recordings together: after
+    throttled cards that took t to render, no recording renders throttled
+    cards before CARD_SPACING * t has passed, so however many captures
+    stream calls at once, their cards take about a tenth of the process's
+    time (ten captures at 150 frames/s spent a quarter of it on cards, each
+    rendering each call's card every RENDER_INTERVAL: bench/README.md, issue
+    13's twelfth stop).  One render at a time: `take` closes the budget until
+    `spent` says what it cost.  A stream that pauses gets its held cards
+    whatever the budget (`LiveCapture.held_cards`)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._free_at = 0.0
+        self._taken_at = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        return self.clock() >= self._free_at
+
+    def take(self) -> bool:
+        """Whether cards may be rendered now; if so, none elsewhere until `spent`."""
+        with self._lock:
+            now = self.clock()
+            if now < self._free_at:
+                return False
+            self._taken_at, self._free_at = now, math.inf
+            return True
+
+    def spent(self, seconds: float) -> None:
+        """The cards `take` let out cost `seconds` (0: none were rendered)."""
+        with self._lock:
+            self._free_at = self._taken_at + (CARD_SPACING + 1) * seconds
+
+
+PROCESS_CARDS = CardBudget()  # the recorders' (`LiveCapture.due_cards`)
 
 # A frame row's notes: (the calls it touched, its marks).
 FrameNotes = dict[int, tuple[list[int], list[str]]]
