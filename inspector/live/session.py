@@ -206,7 +206,7 @@ class LiveCapture:
                 raise
             self._keep(rows)
             self.side_work_due = self.fragments_due or (
-                self.rows.card_due and self.card_budget.open
+                self.rows.card_due and self.card_budget.open()
             )
             return message
 

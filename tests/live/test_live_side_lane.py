@@ -271,6 +271,6 @@ def test_the_recordings_of_a_process_share_one_card_budget(monkeypatch):
     with pytest.raises(ZeroDivisionError):
         first.due_cards()
     now[0] = 11.0
-    assert budget.open
+    assert budget.open()
     second.append_reads([(piece("y"), time.monotonic())])
     assert second.side_work_due

@@ -67,15 +67,16 @@ CARD_SPACING = 9
 
 
 class CardBudget:
-    """The same spacing for all of a process's recordings together: after
-    throttled cards that took t to render, no recording renders throttled
-    cards before CARD_SPACING * t has passed, so however many captures
-    stream calls at once, their cards take about a tenth of the process's
-    time (ten captures at 150 frames/s spent a quarter of it on cards, each
-    rendering each call's card every RENDER_INTERVAL: bench/README.md, issue
-    13's twelfth stop).  One render at a time: `take` closes the budget until
-    `spent` says what it cost.  A stream that pauses gets its held cards
-    whatever the budget (`LiveCapture.held_cards`)."""
+    """The spacing of throttled cards: after cards that took t to render,
+    none before CARD_SPACING * t has passed.  One render at a time: `take`
+    closes the budget until `spent` says what it cost.  Each recording's
+    cards have one (`LiveCards`), and a process's recorders share another
+    (`PROCESS_CARDS`), so however many captures stream calls at once, their
+    cards take about a tenth of the process's time (ten captures at 150
+    frames/s spent a quarter of it on cards, each rendering each call's card
+    every RENDER_INTERVAL: bench/README.md, issue 13's twelfth stop).  A
+    stream that pauses gets its held cards whatever the budgets
+    (`LiveCapture.held_cards`)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -83,14 +84,14 @@ class CardBudget:
         self._taken_at = 0.0
         self._lock = threading.Lock()
 
-    @property
-    def open(self) -> bool:
-        return self.clock() >= self._free_at
+    def open(self, now: float | None = None) -> bool:
+        """Whether cards may be rendered at `now` (the budget's clock's by default)."""
+        return (self.clock() if now is None else now) >= self._free_at
 
-    def take(self) -> bool:
+    def take(self, now: float | None = None) -> bool:
         """Whether cards may be rendered now; if so, none elsewhere until `spent`."""
         with self._lock:
-            now = self.clock()
+            now = self.clock() if now is None else now
             if now < self._free_at:
                 return False
             self._taken_at, self._free_at = now, math.inf
@@ -184,8 +185,7 @@ class LiveCards:
         self._changed: set[int] = set()  # calls whose card is not rendered as it is now
         self._touched: set[int] = set()  # calls the last read's events touched
         self._rendered_at: dict[int, float] = {}
-        self._cards_free_at = 0.0  # no throttled card before (CARD_SPACING)
-        self._taken_at = 0.0  # when the last throttled cards were taken
+        self._spacing = CardBudget()  # its throttled cards' (read at `clock`'s times)
         self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
         self._refusal_noted = False
         self._refusal_shown: tuple[Refusal | None, str] = (None, "")
@@ -278,7 +278,7 @@ class LiveCards:
         """Whether `cards()` (throttled) would render a card now (under the
         recording's lock: the set of changed calls changes in its threads)."""
         now = self.clock()
-        if not self._changed or now < self._cards_free_at:
+        if not self._changed or not self._spacing.open(now):
             return False
         return any(now - self._last_render(p) >= RENDER_INTERVAL for p in self._changed)
 
@@ -308,25 +308,29 @@ class LiveCards:
         rendered, `rendered` must be told what it all cost: no throttled card
         is due until then."""
         now = self.clock()
-        if throttle and now < self._cards_free_at:
+        if throttle and not self._spacing.take(now):
             return []
-        positions = self._newest() if every else sorted(self._changed)
-        if throttle:
-            due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
-            positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
-        out = []
-        for position in positions:
-            self._changed.discard(position)
-            self._rendered_at[position] = now
-            out.append(CardToRender(position, self.card_context(position)))
-        if throttle and out:
-            self._taken_at, self._cards_free_at = now, math.inf
+        out: list[CardToRender] = []
+        taken = False
+        try:
+            positions = self._newest() if every else sorted(self._changed)
+            if throttle:
+                due = [p for p in positions if now - self._last_render(p) >= RENDER_INTERVAL]
+                positions = sorted(sorted(due, key=self._last_render)[:CARDS_PER_BATCH])
+            for position in positions:
+                self._changed.discard(position)
+                self._rendered_at[position] = now
+                out.append(CardToRender(position, self.card_context(position)))
+            taken = bool(out)
+        finally:
+            if throttle and not taken:
+                self._spacing.spent(0.0)  # none taken: open again
         return out
 
     def rendered(self, seconds: float) -> None:
         """The throttled cards `cards_to_render` gave were taken and rendered
         in `seconds`: the next wait CARD_SPACING times that."""
-        self._cards_free_at = self._taken_at + (CARD_SPACING + 1) * seconds
+        self._spacing.spent(seconds)
 
     def current_cards(self) -> list[Rendered]:
         """The cards of the newest CALLS_PER_PAGE calls as they are now, for
