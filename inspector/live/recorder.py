@@ -67,14 +67,38 @@ NUMBERING_TRIES = 5
 
 # The recordings this process writes, by slug, from their capture's creation
 # to their close (or until nothing else holds them): a viewer who joins one
-# gets its snapshot from the recording's memory (`Recorder.snapshot`).  Only
+# gets its snapshot from the recording's memory (`Recorder.snapshot`), or
+# from the recording process's (`recording_process.RemoteRecording`).  Only
 # the event loop's thread reads or changes it.
-_recordings: weakref.WeakValueDictionary[str, Recorder] = weakref.WeakValueDictionary()
+_recordings: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
 
 def recording_of(slug: str) -> Recorder | None:
-    """The recording of capture `slug` if this process is writing it."""
+    """The recording of capture `slug` if this process is writing it (or
+    its recording process is): something with `snapshot(after)`."""
     return _recordings.get(slug)
+
+
+def register(slug: str, recording: Any) -> None:
+    """`recording` writes capture `slug` now (see `recording_of`)."""
+    _recordings[slug] = recording
+
+
+def unregister(slug: str, recording: Any) -> None:
+    if _recordings.get(slug) is recording:
+        del _recordings[slug]
+
+
+def capture_headers(slug: str, chain: str | None, attempt: int | None) -> dict[str, str]:
+    """A relayed response's headers naming its capture: the slug and page;
+    the retry chain and attempt number when known (a streamed response goes
+    out before they are, unless the request named its chain)."""
+    out = {"X-Inspector-Capture": slug, "X-Inspector-Capture-Url": reverse("capture", args=[slug])}
+    if chain:
+        out[attempts.CHAIN_HEADER] = chain
+    if attempt is not None:
+        out["X-Inspector-Attempt"] = str(attempt)
+    return out
 
 
 class PinnedClock:
@@ -129,9 +153,11 @@ class Recorder:
     # Whether the recording writes in a thread of its own (`_in_thread`).
     own_thread = False
 
-    def __init__(self, clock: PinnedClock, *, secrets: list[str] = ()) -> None:
+    def __init__(
+        self, clock: PinnedClock, *, secrets: list[str] = (), slug: str | None = None
+    ) -> None:
         self.clock = clock
-        self.slug = models.new_slug()
+        self.slug = slug or models.new_slug()
         self.url = reverse("capture", args=[self.slug])
         self.live: LiveCapture | None = None
         self.finished: dict[str, Any] | None = None
@@ -221,7 +247,7 @@ class Recorder:
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
         else:
-            _recordings[self.slug] = self
+            register(self.slug, self)
             self._side_task = keep(
                 asyncio.get_running_loop().create_task(
                     self._side_work(), context=contextvars.Context()
@@ -413,8 +439,7 @@ class Recorder:
         try:
             message = await self._in_thread(self.close_sync)(meta)
         finally:
-            if _recordings.get(self.slug) is self:
-                del _recordings[self.slug]
+            unregister(self.slug, self)
             if self._thread is not None:
                 await self._in_thread(_close_connection)()
                 self._thread.shutdown(wait=False)
@@ -438,8 +463,9 @@ class Recording(Recorder):
         stream_format: str,
         http_status: int | None,
         mode: str,
+        slug: str | None = None,
     ) -> None:
-        super().__init__(clock, secrets=out.secrets)
+        super().__init__(clock, secrets=out.secrets, slug=slug)
         self.out = out
         self.hint = out.dialect
         # Known once the capture exists (the chain the request named at once).
@@ -462,8 +488,10 @@ class Recording(Recorder):
         chain: str | None = None,
         mode: str = "proxy",
         input_format: str | None = None,
+        slug: str | None = None,
     ) -> Recording:
-        """Start recording (see `Recorder.start`)."""
+        """Start recording (see `Recorder.start`); `slug`: the capture's,
+        when the relay's process named it (`recording_process`)."""
         recording = cls(
             out,
             PinnedClock(started),
@@ -471,21 +499,14 @@ class Recording(Recorder):
             stream_format=stream_format,
             http_status=http_status,
             mode=mode,
+            slug=slug,
         )
         recording.input_format = input_format or stream_format
         recording.start()
         return recording
 
     def headers(self) -> dict[str, str]:
-        """The capture's slug and page; its retry chain and attempt number
-        when known (a streamed response goes out before they are, unless the
-        request named its chain)."""
-        out = {"X-Inspector-Capture": self.slug, "X-Inspector-Capture-Url": self.url}
-        if self.retry_chain:
-            out[attempts.CHAIN_HEADER] = self.retry_chain
-        if self.attempt is not None:
-            out["X-Inspector-Attempt"] = str(self.attempt)
-        return out
+        return capture_headers(self.slug, self.retry_chain, self.attempt)
 
     def open_capture(self) -> models.Capture:
         """Number the attempt and create its capture.
