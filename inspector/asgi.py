@@ -16,6 +16,7 @@ from inspector.access import websocket_application  # noqa: E402
 from inspector.autobahn_log_args import install_lazy_log_arguments  # noqa: E402
 from inspector.daphne_requests import install_unparsed_form_bodies  # noqa: E402
 from inspector.input_guard import RefuseNulBytes  # noqa: E402
+from inspector.live import recording_process  # noqa: E402
 from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
 from inspector.logs import install_daphne_access_log  # noqa: E402
@@ -35,6 +36,9 @@ install_lazy_log_arguments()
 # A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
 if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
     watch_for_left_behind()
+# The proxy's recordings in a process of their own (inspector/live/recording_process.py).
+if settings.INSPECTOR_RECORDING_PROCESS and started_by_daphne():
+    recording_process.start()
 
 # NUL in a path or query is refused before anything reads it (inspector/input_guard.py).
 application = RefuseNulBytes(

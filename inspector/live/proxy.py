@@ -56,8 +56,9 @@ from django.views.decorators.csrf import csrf_exempt
 from inspector.assembly.completion import completion_stream, is_completion
 from inspector.assembly.jsontext import compact
 
-from . import attempts, redact
+from . import attempts, recording_process, redact
 from .recorder import Recording, StoredRequest
+from .recording_process import RemoteRecording
 from .upstreams import upstream_root_url, upstream_url, upstreams
 from .wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 
@@ -307,7 +308,9 @@ async def _aclose(response: httpx.Response) -> None:
 
 
 async def finish_quietly(
-    response: httpx.Response | None, recording: Recording | None, **meta: Any
+    response: httpx.Response | None,
+    recording: Recording | RemoteRecording | None,
+    **meta: Any,
 ) -> dict[str, Any] | None:
     """Close the upstream response and the capture.  The capture closes
     even if the request is cancelled meanwhile (its closing is a task of
@@ -504,7 +507,7 @@ class RelayResponse(DirectStreamingResponse):
     def __init__(
         self,
         upstream: httpx.Response,
-        recording: Recording,
+        recording: Recording | RemoteRecording,
         stream_format: str,
         **kwargs: Any,
     ) -> None:
@@ -571,10 +574,10 @@ async def relay_and_record(request: HttpRequest, out: Outbound) -> HttpResponse:
     if stream_format is None:
         return (await record_whole(out, response, started)).response()
     # No database work before the response starts: the recorder creates the
-    # capture while the first bytes are already on their way.
-    recording = Recording.open(
-        out, stream_format=stream_format, http_status=response.status_code, started=started
-    )
+    # capture while the first bytes are already on their way (in this server's
+    # recording process, when it has one).
+    how = {"stream_format": stream_format, "http_status": response.status_code, "started": started}
+    recording = await recording_process.open_remote(out, **how) or Recording.open(out, **how)
     headers = {**forward_headers(response), **recording.headers()}
     relayed = RelayResponse(
         response,
