@@ -235,6 +235,13 @@ def main() -> int:
         default=1,
         help="viewer rounds (1), each reported; the target holds if it holds in every one",
     )
+    parser.add_argument(
+        "--viewer-warm-up",
+        action="store_true",
+        help="one viewer round first, not measured (a new server's first viewer opens its"
+        " process's connections: with INSPECTOR_RECORDING_PROCESS, the relay's process has"
+        " touched neither the database nor Redis before it)",
+    )
     parser.add_argument("--burst-frames", type=int, default=5000, help="burst stream (5000)")
     parser.add_argument(
         "--gap-ms", type=float, default=0, help="pause between streams (0: back to back)"
@@ -300,6 +307,8 @@ def main() -> int:
                         file=sys.stderr,
                     )
 
+            if args.viewer_warm_up:
+                viewer_latency(fake, proxy, "steady")
             viewers = []
             for _ in range(max(1, args.viewer_rounds)):
                 cpu_before = cpu_seconds(server)
@@ -386,6 +395,8 @@ def main() -> int:
                 "cpus": os.cpu_count(),
                 "database": database_url.split(":")[0],
                 "channel_layer": "redis" if args.redis_url else "in-memory",
+                "recording_process": env.get("INSPECTOR_RECORDING_PROCESS", "0"),
+                "viewer_warm_up": args.viewer_warm_up,
             },
         }
     finally:
@@ -396,7 +407,8 @@ def main() -> int:
     lines = [
         f"per-frame latency, {report['frames_per_stream']} frames x {args.rounds} streams each way,"
         f" pace {args.pace_ms} ms, gap {args.gap_ms} ms ({report['environment']['database']},"
-        f" {report['environment']['channel_layer']} channel layer)",
+        f" {report['environment']['channel_layer']} channel layer"
+        f"{', a recording process' if env.get('INSPECTOR_RECORDING_PROCESS') == '1' else ''})",
         "            p50 ms   p99 ms",
     ]
     for way in ("direct", "proxy", "added"):

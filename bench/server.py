@@ -40,12 +40,20 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, seconds: float) -
 
 
 def cpu_seconds(process: subprocess.Popen) -> float:
-    """The process's CPU time so far (user + system; Linux's /proc), or NaN."""
+    """The process's CPU time so far (user + system; Linux's /proc), its live
+    children's with it (a daphne's recording process), or NaN."""
+    return _cpu_of(process.pid)
+
+
+def _cpu_of(pid: int) -> float:
     try:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
         return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = children.read_text().split() if children.exists() else []
+    return own + sum(_cpu_of(int(kid)) for kid in kids)
 
 
 def scratch_site(prefix: str, database_url: str = "", redis_url: str = "") -> tuple[Path, dict]:
