@@ -6,7 +6,7 @@ one lock: the relay's reads (httpx, Django's response, daphne's writes)
 and the recording's batches (assembly, rows, COPY) each wait for the other,
 and the viewers' tail was that wait (bench/README.md, issue 13's tenth and
 thirteenth stops).  Here each daphne process that has the setting starts
-one child (`manage.py record_relays`, `recording_worker`) at its start, joined
+one child (`python -m django record_relays`, `recording_worker`) at its start, joined
 by a socket pair; a relayed stream's reads go to the child as they arrive
 (one `send` each), and the child records them with the same `Recording` as
 in process: its batches, its viewers' messages (through Redis), its close.
@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import pickle
 import socket
 import struct
@@ -39,6 +40,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
 from inspector.captures import models
 
@@ -51,6 +53,9 @@ logger = logging.getLogger(__name__)
 OPEN, FEED, FINISH, SNAPSHOT = 1, 2, 3, 4
 # Recording process -> relay.
 OPENED, FINISHED, SNAPSHOT_TAKEN = 11, 12, 13
+
+# How long a viewer's snapshot may take there before the viewer reads the database.
+SNAPSHOT_SECONDS = 2.0
 
 _HEADER = struct.Struct("!BII")  # kind, tag (a recording's, or a snapshot's), body length
 _ARRIVED = struct.Struct("!d")  # a read's arrival (time.monotonic(): one clock for both)
@@ -95,15 +100,18 @@ class RecordingProcess:
         """Start a recording process (Django's settings from this process's
         environment, as daphne's own)."""
         ours, theirs = socket.socketpair()
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"]}
         with theirs:
-            command = [sys.executable, str(settings.BASE_DIR / "manage.py"), "record_relays"]
-            child = subprocess.Popen([*command, str(theirs.fileno())], pass_fds=[theirs.fileno()])
+            command = [sys.executable, "-m", "django", "record_relays", str(theirs.fileno())]
+            child = subprocess.Popen(command, pass_fds=[theirs.fileno()], env=env)
         return cls(ours, child)
 
     async def open(self, out: StoredRequest, **how: Any) -> RemoteRecording | None:
         """Start recording a relayed stream there (`how`: `Recording.open`'s
         `stream_format`, `http_status`, `started`); None when the process is
         gone (record in process)."""
+        if self.child is not None and self.child.poll() is not None and not self.gone:
+            self._lost()  # (it died before saying so: its socket's end not read yet)
         if not await self._connected():
             return None
         tag = next(self._tags)
@@ -126,18 +134,28 @@ class RecordingProcess:
             self._send(FINISH, tag, pickle.dumps(meta))
 
     async def snapshot(self, tag: int, after: int) -> Any:
-        """A recording's snapshot from the process's memory, or None."""
+        """A recording's snapshot from the process's memory, or None (then
+        the viewer reads the database): also when it takes over
+        SNAPSHOT_SECONDS (the process busy or stuck)."""
         if self.gone:
             return None
         asked = next(self._tags)
         answer = self._snapshots[asked] = asyncio.get_running_loop().create_future()
         self._send(SNAPSHOT, asked, pickle.dumps((tag, after)))
-        return await answer
+        try:
+            return await asyncio.wait_for(answer, SNAPSHOT_SECONDS)
+        except TimeoutError:
+            logger.warning("the recording process: no snapshot after %s s", SNAPSHOT_SECONDS)
+            return None
+        finally:
+            self._snapshots.pop(asked, None)
 
     def _send(self, kind: int, tag: int, body: bytes) -> None:
         self._writer.write(message(kind, tag, body))
 
     async def _connected(self) -> bool:
+        if self.gone:
+            return False
         if self._connecting is None:
             self._connecting = asyncio.ensure_future(self._connect())
         await asyncio.shield(self._connecting)
@@ -181,14 +199,16 @@ class RecordingProcess:
 
     def _lost(self) -> None:
         """The process is gone: what waited on it is told so."""
+        if self.gone:
+            return
         self.gone = True
-        code = self.child.poll() if self.child is not None else None
         logger.error(
-            "the recording process is gone (exit code %s): %d streams go on unrecorded; "
+            "the recording process is gone: %d streams go on unrecorded; "
             "new streams are recorded in process",
-            code,
             len(self._recordings),
         )
+        if self.child is not None:
+            keep(asyncio.get_running_loop().create_task(self._reap()))
         for recording in self._recordings.values():
             recording.finished(None)
         self._recordings.clear()
@@ -198,6 +218,12 @@ class RecordingProcess:
         self._snapshots.clear()
         if self._writer is not None:
             self._writer.close()
+        else:
+            self._sock.close()
+
+    async def _reap(self) -> None:
+        code = await asyncio.to_thread(self.child.wait)
+        logger.error("the recording process exited with code %s", code)
 
     def stop(self) -> None:
         """Close the socket (the process then closes what it records, and
@@ -270,6 +296,11 @@ def start() -> None:
         raise ImproperlyConfigured(
             "INSPECTOR_RECORDING_PROCESS needs REDIS_URL: the recording process tells its "
             "viewers through the channel layer, and the in-memory one reaches only its own process"
+        )
+    if connection.vendor != "postgresql":
+        raise ImproperlyConfigured(
+            "INSPECTOR_RECORDING_PROCESS needs PostgreSQL: on SQLite the writers of one "
+            "process take turns, not those of two (docs/deployment.md)"
         )
     if _process is None:
         _process = RecordingProcess.spawn()

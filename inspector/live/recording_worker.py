@@ -32,65 +32,109 @@ from .recording_process import (
 logger = logging.getLogger(__name__)
 
 
+class ChildRecording(Recording):
+    """A relayed stream recorded here: in a thread, and so on a database
+    connection, of its own (as an ingest socket's), closed at its end.  On
+    asgiref's one shared thread, every stream of the process would write
+    one after another on one connection that nothing ever renews."""
+
+    own_thread = True
+
+
 class Worker:
-    """The recordings one relay process handed over, by tag."""
+    """The recordings one relay process handed over, by tag.  Every message
+    asking for an answer gets one, None when what it asked failed: the
+    relay's process waits for them."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self._recordings: dict[int, Recording] = {}
+        self._finishing: set[asyncio.Task] = set()
 
     def take(self, kind: int, tag: int, body: bytes) -> None:
+        """One message; a failure is this message's alone."""
+        try:
+            self._take(kind, tag, body)
+        except Exception:  # noqa: BLE001 - the other streams go on
+            logger.exception("the recording process: message %d (tag %d) failed", kind, tag)
+            if kind == OPEN:
+                self._answer(OPENED, tag, False)
+            elif kind == FINISH:
+                self._answer(FINISHED, tag, None)
+            elif kind == SNAPSHOT:
+                self._answer(SNAPSHOT_TAKEN, tag, None)
+
+    def _take(self, kind: int, tag: int, body: bytes) -> None:
         if kind == FEED:
             recording = self._recordings.get(tag)
             if recording is not None:
                 recording.feed(*reversed(read_message_body(body)))
         elif kind == OPEN:
             how = pickle.loads(body)
-            recording = self._recordings[tag] = Recording.open(how.pop("out"), **how)
+            recording = self._recordings[tag] = ChildRecording.open(how.pop("out"), **how)
             self._then(self._opened(tag, recording))
         elif kind == FINISH:
             recording = self._recordings.pop(tag, None)
-            if recording is not None:
-                self._then(self._finished(tag, recording, pickle.loads(body)))
+            if recording is None:
+                self._answer(FINISHED, tag, None)
+                return
+            finishing = self._then(self._finished(tag, recording, pickle.loads(body)))
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finishing.discard)
         elif kind == SNAPSHOT:
             of, after = pickle.loads(body)
             self._then(self._snapshot(tag, self._recordings.get(of), after))
         else:
             raise ValueError(f"unknown message kind {kind}")
 
-    def _then(self, coroutine: Any) -> None:
-        keep(asyncio.get_running_loop().create_task(coroutine))
+    def _then(self, coroutine: Any) -> asyncio.Task:
+        return keep(asyncio.get_running_loop().create_task(coroutine))
 
     def _answer(self, kind: int, tag: int, answer: Any) -> None:
+        try:
+            body = pickle.dumps(answer)
+        except Exception:  # noqa: BLE001 - answered None rather than never
+            logger.exception("the recording process: an answer could not be pickled")
+            body = pickle.dumps(None)
         if not self._writer.is_closing():
-            self._writer.write(message(kind, tag, pickle.dumps(answer)))
+            self._writer.write(message(kind, tag, body))
 
     async def _opened(self, tag: int, recording: Recording) -> None:
-        ready = await recording.ready()
-        # Viewers connect to the relay's process, which asks here for their
-        # snapshot: this process's own `recording_of` is nobody's (and in the
-        # tests, which serve in the relay's process, the relay's `RemoteRecording`).
-        unregister(recording.slug, recording)
-        self._answer(OPENED, tag, ready)
+        ready = False
+        try:
+            ready = await recording.ready()
+            # Viewers connect to the relay's process, which asks here for their
+            # snapshot: this process's own `recording_of` is nobody's (and in the
+            # tests, which serve in the relay's process, the relay's `RemoteRecording`).
+            unregister(recording.slug, recording)
+        finally:
+            self._answer(OPENED, tag, ready)
 
     async def _finished(self, tag: int, recording: Recording, meta: dict[str, Any]) -> None:
-        self._answer(FINISHED, tag, await recording.finish(**meta))
+        closing = None
+        try:
+            closing = await recording.finish(**meta)
+        finally:
+            self._answer(FINISHED, tag, closing)
 
     async def _snapshot(self, tag: int, recording: Recording | None, after: int) -> None:
+        answer = None
         try:
-            answer = None
             if recording is not None and await recording.ready():  # (asked at once, maybe)
                 answer = await recording.snapshot(after)
         except Exception:  # noqa: BLE001 - the viewer reads the database instead
             logger.exception("a snapshot from the recording process failed")
-            answer = None
-        self._answer(SNAPSHOT_TAKEN, tag, answer)
+        finally:
+            self._answer(SNAPSHOT_TAKEN, tag, answer)
 
     async def close_all(self) -> None:
-        """The relay's process is gone: every capture still recording closes."""
+        """The relay's process is gone: every capture still recording closes,
+        and those closing already finish closing."""
         recordings, self._recordings = list(self._recordings.values()), {}
         await asyncio.gather(
-            *(recording.finish() for recording in recordings), return_exceptions=True
+            *(recording.finish() for recording in recordings),
+            *self._finishing,
+            return_exceptions=True,
         )
 
 

@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from inspector.captures import models
 from inspector.live import recording_process
 from inspector.live.recorder import Recording, StoredRequest, recording_of
 from inspector.live.recording_process import RecordingProcess, RemoteRecording
-from inspector.live.recording_worker import serve
+from inspector.live.recording_worker import ChildRecording, serve
 from inspector.live.snapshot import SnapshotPager
 
 SECRET = "sk-test-0123456789abcdef"
@@ -98,7 +99,6 @@ async def test_a_stream_recorded_there_is_stored_as_one_recorded_here():
     assert bytes(there.raw) == bytes(mine.raw)
     assert SECRET.encode() not in bytes(there.raw)  # scrubbed there, as here
     assert b"your key " in bytes(there.raw)
-    assert remote.headers()["X-Inspector-Capture"] == remote.slug
     assert recording_of(remote.slug) is None  # no longer recording
 
 
@@ -140,39 +140,113 @@ async def _stored_frames(slug: str, count: int) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_when_the_relay_goes_the_recording_process_closes_its_captures():
-    async with process_here() as (process, serving):
-        remote = await process.open(request(), **HOW, started=time.monotonic())
-        for piece in stream()[:3]:
-            remote.feed(piece, time.monotonic())
-        process.stop()  # as daphne's exit closes its end
-        await asyncio.wait_for(serving, 10)
-    capture = await database_sync_to_async(stored)(remote.slug)
-    assert capture.finished is not None and capture.outcome != "live"
-    assert capture.frame_count == 3
+async def test_when_the_relay_goes_the_recording_process_closes_its_captures_first():
+    """Daphne's end closes (it stopped, or died): the process ends only once
+    every capture is closed, those it was asked to close included."""
+    for asked_to_close in (False, True):
+        async with process_here() as (process, serving):
+            remote = await process.open(request(), **HOW, started=time.monotonic())
+            for piece in stream()[:3]:
+                remote.feed(piece, time.monotonic())
+            if asked_to_close:
+                remote.finish()
+            process.stop()  # as daphne's exit closes its end (a close under way, or not)
+            await asyncio.wait_for(serving, 10)
+            capture = await database_sync_to_async(stored)(remote.slug)
+            assert capture.finished is not None and capture.outcome != "live"
+            assert capture.frame_count == 3
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_when_the_recording_process_is_gone_nothing_waits_on_it(monkeypatch):
+async def test_each_stream_there_writes_on_its_own_while_another_closes(monkeypatch):
+    """One stream's close (a big capture's takes seconds) holds up no other
+    stream's frames: each recording writes in a thread of its own."""
+    held, release = threading.Event(), threading.Event()
+    close_sync = ChildRecording.close_sync
+
+    def slow_close(self, meta):
+        held.set()
+        release.wait(10)
+        return close_sync(self, meta)
+
+    monkeypatch.setattr(ChildRecording, "close_sync", slow_close)
+    async with process_here() as (process, _):
+        closing = await process.open(request(), **HOW, started=time.monotonic())
+        going = await process.open(request(), **HOW, started=time.monotonic())
+        closing.feed(stream()[0], time.monotonic())
+        finished = closing.finish()
+        try:
+            assert await asyncio.to_thread(held.wait, 10)
+            for piece in stream()[:3]:
+                going.feed(piece, time.monotonic())
+            deadline = time.monotonic() + 10
+            while not await _stored_frames(going.slug, 3) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert await _stored_frames(going.slug, 3)
+            assert not finished.done()
+        finally:
+            release.set()
+        assert (await asyncio.wait_for(finished, 10))["outcome"] is not None
+        await asyncio.wait_for(going.finish(), 10)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_when_the_recording_process_dies_nothing_waits_on_it(monkeypatch):
+    ours, theirs = socket.socketpair()
+    process = RecordingProcess(ours)  # nothing serves the other end
+    remote = await process.open(request(), **HOW, started=time.monotonic())
+    remote.feed(stream()[0], time.monotonic())
+    finishing = remote.finish()
+    snapshot = asyncio.ensure_future(remote.snapshot(-1))
+    await asyncio.sleep(0.05)
+    assert not finishing.done() and not snapshot.done()  # (waiting for answers)
+    theirs.close()  # the process dies
+    assert await asyncio.wait_for(finishing, 5) is None
+    assert await asyncio.wait_for(snapshot, 5) is None
+    assert process.gone
+    remote.feed(stream()[1], time.monotonic())  # a read after that: dropped, no error
+    assert await process.open(request(), **HOW, started=time.monotonic()) is None
+    # The server's own: new streams are recorded in process.
+    monkeypatch.setattr(recording_process, "_process", process)
+    assert await recording_process.open_remote(request(), **HOW, started=0.0) is None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_stream_that_fails_to_open_there_is_answered_and_the_next_records(monkeypatch):
+    real_open = ChildRecording.open
+    calls = []
+
+    def open_once_failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("no capture")
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(ChildRecording, "open", open_once_failing)
     async with process_here() as (process, serving):
+        failed = await process.open(request(), **HOW, started=time.monotonic())
+        failed.feed(stream()[0], time.monotonic())
+        deadline = time.monotonic() + 5
+        while recording_of(failed.slug) is failed and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        assert recording_of(failed.slug) is None  # told it failed: no viewer asks there
+        assert await asyncio.wait_for(failed.finish(), 5) is None
         remote = await process.open(request(), **HOW, started=time.monotonic())
-        remote.feed(stream()[0], time.monotonic())
-        serving.cancel()  # the child dies: its end of the socket closes
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        assert await asyncio.wait_for(remote.finish(), 5) is None
-        assert process.gone
-        remote.feed(stream()[1], time.monotonic())  # a read after that: dropped, no error
-        assert await remote.snapshot(-1) is None
-        assert await process.open(request(), **HOW, started=time.monotonic()) is None
-        # The server's own: new streams are recorded in process.
-        monkeypatch.setattr(recording_process, "_process", process)
-        assert await recording_process.open_remote(request(), **HOW, started=0.0) is None
+        for piece in stream():
+            remote.feed(piece, time.monotonic())
+        closing = await asyncio.wait_for(remote.finish(), 10)
+        assert closing is not None and closing["outcome"] == "ok"
+        assert not serving.done() and not process.gone
+    assert await database_sync_to_async(stored)(failed.slug) is None
 
 
-def test_the_recording_process_needs_a_channel_layer_across_processes(settings):
+def test_the_recording_process_needs_redis_and_postgresql(settings, monkeypatch):
     settings.REDIS_URL = ""
     with pytest.raises(ImproperlyConfigured, match="REDIS_URL"):
+        recording_process.start()
+    settings.REDIS_URL = "redis://127.0.0.1:6379/9"
+    monkeypatch.setattr(recording_process, "connection", type("C", (), {"vendor": "sqlite"}))
+    with pytest.raises(ImproperlyConfigured, match="PostgreSQL"):
         recording_process.start()
     assert recording_process._process is None
 
@@ -189,15 +263,20 @@ def _command(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-@pytest.mark.skipif(
-    not os.environ.get("REDIS_URL"), reason="needs REDIS_URL: the child tells viewers through it"
-)
+ON_POSTGRESQL_AND_REDIS = bool(os.environ.get("REDIS_URL")) and os.environ.get(
+    "DATABASE_URL", ""
+).startswith("postgres")
+
+
+@pytest.mark.skipif(not ON_POSTGRESQL_AND_REDIS, reason="needs PostgreSQL and REDIS_URL")
 def test_daphne_records_proxied_streams_in_its_recording_process(daphne_process, transactional_db):
     from live_helpers import SdkStream, Viewer, wait_for, ws_url
 
     from inspector.live.fake_upstream import FakeUpstream
 
     fake = FakeUpstream().start()
+    scenario = "ok-tool-call"  # 120 ms between frames
+    expected = fake.scenario(scenario)
     try:
         server = daphne_process(
             {"INSPECTOR_UPSTREAMS": f"fake={fake.url}", "INSPECTOR_RECORDING_PROCESS": "1"}
@@ -210,46 +289,56 @@ def test_daphne_records_proxied_streams_in_its_recording_process(daphne_process,
         assert len(children) == 1
         child = children[0]
 
-        def proxied(scenario: str) -> tuple[str, SdkStream]:
+        def proxied() -> tuple[str, SdkStream]:
             client = SdkStream(server.url, scenario, [{"role": "user", "content": "hi"}])
             slug = client.slugs.get(timeout=15)
             assert slug, client.error
             return slug, client
 
-        scenario = "ok-tool-call"
-        slug, client = proxied(scenario)
+        def closed(slug: str) -> models.Capture:
+            return wait_for(
+                lambda: models.Capture.objects.filter(slug=slug).exclude(finished=None).first(),
+                15,
+                f"the close of {slug}",
+            )
+
+        # The child records: while it is stopped, no capture appears, and once it goes
+        # on, the capture is written whole.
+        os.kill(child, signal.SIGSTOP)
+        try:
+            slug, client = proxied()
+            time.sleep(1.5)  # (the stream's frames all relayed meanwhile)
+            assert not models.Capture.objects.filter(slug=slug).exists()
+        finally:
+            os.kill(child, signal.SIGCONT)
+        client.join(30)
+        assert client.error is None and client.chunks
+        capture = closed(slug)
+        assert capture.source == "proxy" and capture.frame_count == len(expected.frames)
+        assert bytes(capture.raw) == expected.raw
+
+        # A viewer on daphne's process watches a stream the child records.
+        slug, client = proxied()
         viewer = Viewer(
             ws_url(server.url, f"/ws/captures/{slug}/?after=-1"), lambda m: m["type"] == "finished"
         )
         viewer.join(30)
         client.join(30)
         assert viewer.error is None and client.error is None, (viewer.error, client.error)
-        capture = wait_for(
-            lambda: models.Capture.objects.filter(slug=slug).exclude(finished=None).first(),
-            10,
-            "the close",
-        )
-        frames = fake.scenario(scenario).frames
-        assert capture.source == "proxy" and capture.frame_count == len(frames)
-        assert bytes(capture.raw) == fake.scenario(scenario).raw
+        assert viewer.messages[0]["type"] == "snapshot"
         assert viewer.messages[-1]["type"] == "finished"
-        assert viewer.messages[-1]["frame_count"] == len(frames)
-        seen = sorted({f["number"] for m in viewer.messages for f in m["frames"]})
-        assert seen == list(range(len(frames)))
-        log = server.log.read_text()
-        assert "recording process is gone" not in log
+        assert viewer.messages[-1]["frame_count"] == len(expected.frames)
+        numbers = [f["number"] for m in viewer.messages for f in m["frames"]]
+        assert sorted(set(numbers)) == list(range(len(expected.frames)))
+        assert bytes(closed(slug).raw) == expected.raw
+        assert "recording process is gone" not in server.log.read_text()
 
-        # The child dies: the next stream is relayed and recorded all the same.
+        # The child dies: the next stream is relayed and recorded in process.
         os.kill(child, signal.SIGKILL)
-        slug, client = proxied(scenario)
+        wait_for(lambda: "exited with code -9" in server.log.read_text(), 15, "the death noticed")
+        slug, client = proxied()
         client.join(30)
         assert client.error is None and client.chunks
-        capture = wait_for(
-            lambda: models.Capture.objects.filter(slug=slug).exclude(finished=None).first(),
-            10,
-            "the close in process",
-        )
-        assert bytes(capture.raw) == fake.scenario(scenario).raw
-        assert "recording process is gone" in server.log.read_text()
+        assert bytes(closed(slug).raw) == expected.raw
     finally:
         fake.stop()

@@ -1,4 +1,4 @@
-"""`manage.py record_relays FD`: the recording process a daphne process with
+"""`python -m django record_relays FD`: the recording process a daphne process with
 INSPECTOR_RECORDING_PROCESS starts (inspector/live/recording_process.py);
 FD is its end of their socket pair.  Not a command for people."""
 
@@ -22,8 +22,10 @@ class Command(BaseCommand):
         parser.add_argument("fd", type=int, help="this process's end of the socket pair")
 
     def handle(self, *args, fd: int, **options) -> None:
-        # Ctrl-C reaches the whole process group: daphne stops, its socket closes,
+        # Ctrl-C reaches the whole process group, and a service manager's stop
+        # signal often the whole control group: daphne stops, its socket closes,
         # and this process closes its captures then, not in the middle of a batch.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         gc.freeze()  # (as daphne's process does: inspector/asgi.py)
         asyncio.run(serve(socket.socket(fileno=fd)))
