@@ -207,7 +207,33 @@ def viewer_latency(fake: FakeUpstream, proxy: str, model: str) -> dict[str, Any]
         "max": max(latencies, default=float("nan")),
         "steady_measured": len(steady),
         "steady_p99": quantile(steady, 0.99),
+        "slow_stretches": slow_stretches(
+            [(sent[n], (got["received"][n] - sent[n]) * 1000) for n in live if n in got["received"]]
+        ),
     }
+
+
+def slow_stretches(
+    timed: list[tuple[float, float]], over_ms: float = VIEWER_P99_MS, gap_s: float = 0.005
+) -> list[dict[str, float]]:
+    """The frames later than `over_ms`, in stretches (frames written within `gap_s`
+    of each other): whether the tail is a few stalls or spread thin.  The five
+    stretches with the most frames, each with when it began (s into the stream),
+    its frames and its worst latency."""
+    if not timed:
+        return []
+    start = timed[0][0]
+    stretches: list[dict[str, float]] = []
+    last = None
+    for at, ms in timed:
+        if ms <= over_ms:
+            continue
+        if last is None or at - last > gap_s:
+            stretches.append({"at_s": round(at - start, 3), "frames": 0, "worst_ms": 0.0})
+        stretches[-1]["frames"] += 1
+        stretches[-1]["worst_ms"] = round(max(stretches[-1]["worst_ms"], ms), 1)
+        last = at
+    return sorted(stretches, key=lambda x: -x["frames"])[:5] + [{"stretches": len(stretches)}]
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -435,6 +461,18 @@ def main() -> int:
             f" {v['measured'] - v['steady_measured']} live frames): p99 {v['steady_p99']:.1f} ms"
             f" ({v['steady_measured']} frames); the proxy's CPU {v['server_cpu_us_per_frame']} us"
             f" a frame"
+        )
+        *stretches, count = v["slow_stretches"] or [{"stretches": 0}]
+        lines.append(
+            f"  frames later than {VIEWER_P99_MS:g} ms came in {count['stretches']} stretches;"
+            " the longest: "
+            + (
+                ", ".join(
+                    f"{x['frames']} frames from {x['at_s']:.2f} s (worst {x['worst_ms']:.0f} ms)"
+                    for x in stretches[:3]
+                )
+                or "none"
+            )
         )
     p99s = [v["p99"] for v in report["viewers"]]
     met = all(p99 <= VIEWER_P99_MS for p99 in p99s)
