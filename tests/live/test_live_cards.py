@@ -257,3 +257,24 @@ def test_the_dialect_note_follows_the_frames_that_tell_it():
     assert note.startswith('<p class="dialect-note" id="dialect-note" data-dialect="messages">')
     assert "Read as Anthropic Messages (messages), told by its frames." in note
     assert live.append(data[400:800])["dialect_html"] == ""  # unchanged: not sent again
+
+
+def test_each_read_takes_the_fragments_so_a_cards_context_scans_none():
+    """A card's context is taken under the recording's lock: the fragments
+    are taken into the call's trail as each batch is read (half a second's
+    scan at once held a fast stream's frames for milliseconds), and the
+    card's fragment rows are made when it renders, out of the lock."""
+    live = LiveCapture.open(stream_format="sse")
+    head = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "["}}
+    live.append(chunk({"role": "assistant"}) + chunk({"tool_calls": [head]}))
+    for i in range(50):
+        piece = {"index": 0, "function": {"arguments": f'"{i}",'}}
+        live.append(chunk({"tool_calls": [piece]}))  # (throttled: no card meanwhile)
+    trail = live.rows._trails[0]
+    assert trail.count == 51
+    card = live.rows.card_to_render(0)
+    assert trail.count == 51
+    assert card.context["card"].fragments == [] and len(card.fragments) > 0
+    html = card.render().html
+    assert len(card.context["card"].fragments) == len(card.fragments)
+    assert "of 51" in html  # (the newest page: the last fragments)

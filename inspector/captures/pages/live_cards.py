@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -120,12 +120,19 @@ class Rendered:
 @dataclass(frozen=True)
 class CardToRender:
     """A call's card to render: the context its template reads, taken from
-    the assembler beforehand (`LiveCards.cards_to_render`)."""
+    the assembler beforehand (`LiveCards.cards_to_render`), and its newest
+    page of fragments as copied then (`FragmentTrail.page`), made into rows
+    here: out of the recording's lock, as the template is."""
 
     position: int
     context: dict[str, Any]
+    fragments: list[tuple[tuple, str]] = field(default_factory=list)
 
     def render(self) -> Rendered:
+        card, capture = self.context["card"], self.context["capture"]
+        for fields, before in self.fragments:
+            fragment = Fragment(**dict(zip(SCAN_FIELDS, fields, strict=True)))
+            card.fragments.append(fragment_row(capture, card, fragment, None, before))
         html = str(get_template(CARD_TEMPLATE).render(self.context)).strip()
         return Rendered(self.position, html)
 
@@ -159,13 +166,10 @@ class FragmentTrail:
             if self.first_frame is None:
                 self.first_frame = frame
 
-    def shown(self, start: int) -> list[tuple[Fragment, str]]:
-        """The fragments from seq `start` on, each with the text before it."""
-        return [
-            (Fragment(**dict(zip(SCAN_FIELDS, fields, strict=True))), before)
-            for fields, before in self.newest
-            if fields[0] >= start
-        ]
+    def page(self, start: int) -> list[tuple[tuple, str]]:
+        """The fragments from seq `start` on (their SCAN_FIELDS), each with
+        the text before it: copies (`CardToRender` makes them rows)."""
+        return [(fields, before) for fields, before in self.newest if fields[0] >= start]
 
 
 class LiveCards:
@@ -212,6 +216,12 @@ class LiveCards:
         # Calls numbered only when the stream ended (never started) get no card here.
         self._touched = {p for p in self._touched if p < len(self.assembler.started)}
         self._changed |= self._touched
+        # Each touched call's trail takes its new fragments now, a batch's worth: a
+        # card's context, taken under the recording's lock, scanned half a second's
+        # (milliseconds for a fast call) and the frames waited for it.
+        dialect = self.assembler.dialect
+        for position in self._touched:
+            self._trail(self.assembler.started[position], dialect)
 
     def caught_up(self) -> None:
         """Read what the assembler holds now as already shown: bytes another
@@ -320,7 +330,7 @@ class LiveCards:
             for position in positions:
                 self._changed.discard(position)
                 self._rendered_at[position] = now
-                out.append(CardToRender(position, self.card_context(position)))
+                out.append(self.card_to_render(position))
             taken = bool(out)
         finally:
             if throttle and not taken:
@@ -336,7 +346,7 @@ class LiveCards:
         """The cards of the newest CALLS_PER_PAGE calls as they are now, for
         a viewer who joins, without touching the throttle: the viewers
         already watching get their cards as before."""
-        return [CardToRender(p, self.card_context(p)).render() for p in self._newest()]
+        return [self.card_to_render(p).render() for p in self._newest()]
 
     def _newest(self) -> range:
         """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
@@ -348,9 +358,9 @@ class LiveCards:
 
     def card_html(self, position: int) -> str:
         """The card of the call at `position`, as it is now."""
-        return CardToRender(position, self.card_context(position)).render().html
+        return self.card_to_render(position).render().html
 
-    def card_context(self, position: int) -> dict[str, Any]:
+    def card_to_render(self, position: int) -> CardToRender:
         """What the card template reads for the call at `position`, as it is
         now: copies only, none of the assembler's objects (`cards_to_render`)."""
         call = self.assembler.started[position]
@@ -367,9 +377,8 @@ class LiveCards:
         newest_page = max(1, -(-trail.count // per_page))
         card.fragment_pager = pager(newest_page, per_page, trail.count)
         card.fragment_links = pager_links(card.fragment_pager, self._fragments_page(position))
-        for fragment, before in trail.shown(card.fragment_pager.start):
-            card.fragments.append(fragment_row(capture, card, fragment, None, before))
-        return {"card": card, "capture": capture, "strict": strict}
+        context = {"card": card, "capture": capture, "strict": strict}
+        return CardToRender(position, context, trail.page(card.fragment_pager.start))
 
     def refusal_html(self) -> str:
         """The refusal decided so far, as the capture page shows it ("" for none)."""
