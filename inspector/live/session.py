@@ -300,12 +300,12 @@ class LiveCapture:
         call's card and the refusal as they are now, with a copy of the
         capture's row as of then (`_detached`); None when the rows needed are
         not kept, or the capture closes: the viewer reads the database
-        (`snapshot.SnapshotPager`).  No query.  The cards are rendered under
-        the lock, so the recording's next batch waits for them (about 3 ms a
-        card here).  The rows are those the watching viewers got: a frame
-        read before the header of its call (arguments first) carries that
-        call from the close on, as for them; the database's pages, assembled
-        again, show it at once."""
+        (`snapshot.SnapshotPager`).  No query.  The cards' contexts are
+        taken under the lock and rendered outside it (about 3 ms a card here:
+        the recording's next batch waited for them).  The rows are those the
+        watching viewers got: a frame read before the header of its call
+        (arguments first) carries that call from the close on, as for them;
+        the database's pages, assembled again, show it at once."""
         page_start = max(0, after) // FRAMES_PER_PAGE * FRAMES_PER_PAGE
         if self._closing:  # the close holds the lock for as long as it writes
             return None
@@ -318,15 +318,17 @@ class LiveCapture:
                 for entry, noted in self._kept
                 if entry["number"] > after or (noted and entry["number"] >= page_start)
             ]
+            cards = self.rows.current_cards_to_render()
             message = snapshot_message(
                 self.capture,
                 entries,
-                call_entries(self.rows.current_cards()),
+                [],
                 refusal_entry(self.strict.refusal),
                 self.rows.refusal_html(),
                 self.rows.current_dialect_html(self.writer.basis),
             )
             capture = _detached(self.capture)
+        message["calls"] = call_entries([card.render() for card in cards])
         message["more"] = False
         return message, capture
 

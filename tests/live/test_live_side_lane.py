@@ -274,3 +274,37 @@ def test_the_recordings_of_a_process_share_one_card_budget(monkeypatch):
     assert budget.open()
     second.append_reads([(piece("y"), time.monotonic())])
     assert second.side_work_due
+
+
+def test_a_joiners_snapshot_renders_its_cards_out_of_the_recordings_lock(monkeypatch):
+    """A viewer who joins gets every call's card from the recording's
+    memory; while they render (milliseconds each), the frames go on."""
+    rendering, release = threading.Event(), threading.Event()
+    render = live_cards.CardToRender.render
+
+    def slow_render(card):
+        rendering.set()
+        release.wait(10)
+        return render(card)
+
+    live = LiveCapture.open(stream_format="sse", keep_rows=True)
+    live.append_reads([(chunk({"tool_calls": [HEADER]}), time.monotonic())])
+    monkeypatch.setattr(live_cards.CardToRender, "render", slow_render)
+    snapshots: list = []
+    joiner = threading.Thread(target=lambda: snapshots.append(live.snapshot(-1)))
+    joiner.start()
+    try:
+        assert rendering.wait(10)
+        appended: list = []
+        batch = threading.Thread(
+            target=lambda: appended.append(live.append_reads([(piece("x"), time.monotonic())]))
+        )
+        batch.start()
+        batch.join(5)
+        assert appended and [f["number"] for f in appended[0]["frames"]] == [1]
+    finally:
+        release.set()
+        joiner.join(10)
+    message, _ = snapshots[0]
+    assert [call["position"] for call in message["calls"]] == [0]
+    assert [frame["number"] for frame in message["frames"]] == [0]

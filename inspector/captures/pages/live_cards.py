@@ -342,11 +342,12 @@ class LiveCards:
         in `seconds`: the next wait CARD_SPACING times that."""
         self._spacing.spent(seconds)
 
-    def current_cards(self) -> list[Rendered]:
+    def current_cards_to_render(self) -> list[CardToRender]:
         """The cards of the newest CALLS_PER_PAGE calls as they are now, for
-        a viewer who joins, without touching the throttle: the viewers
-        already watching get their cards as before."""
-        return [self.card_to_render(p).render() for p in self._newest()]
+        a viewer who joins, without touching the throttle (the viewers
+        already watching get their cards as before): their contexts, to
+        render once the recording's lock is let go."""
+        return [self.card_to_render(p) for p in self._newest()]
 
     def _newest(self) -> range:
         """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
