@@ -152,6 +152,8 @@ class Recorder:
     hint: str | None = None  # the dialect the request's route names
     # Whether the recording writes in a thread of its own (`_in_thread`).
     own_thread = False
+    # Whether its viewers connect to this process (`recording_of`).
+    viewed_here = True
 
     def __init__(
         self, clock: PinnedClock, *, secrets: list[str] = (), slug: str | None = None
@@ -247,7 +249,8 @@ class Recorder:
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
         else:
-            register(self.slug, self)
+            if self.viewed_here:
+                register(self.slug, self)
             self._side_task = keep(
                 asyncio.get_running_loop().create_task(
                     self._side_work(), context=contextvars.Context()

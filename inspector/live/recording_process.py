@@ -247,7 +247,7 @@ class RemoteRecording:
         # A streamed response goes out before the attempt is numbered.
         self.retry_chain = attempts.chain_from_header(out.chain_header)
         self._done: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._finishing: asyncio.Task | None = None
+        self._finish_sent = False
 
     def headers(self) -> dict[str, str]:
         return capture_headers(self.slug, self.retry_chain, None)
@@ -255,17 +255,14 @@ class RemoteRecording:
     def feed(self, data: bytes, arrived: float) -> None:
         self._process.feed(self._tag, data, arrived)
 
-    def finish(self, **meta: Any) -> asyncio.Task:
+    def finish(self, **meta: Any) -> asyncio.Future:
         """Drain, close the capture and announce it (there; once); await the
-        returned task for the closing message (None when closing failed, or
+        returned future for the closing message (None when closing failed, or
         the process is gone)."""
-        if self._finishing is None:
+        if not self._finish_sent:
+            self._finish_sent = True
             self._process.finish(self._tag, meta)
-            self._finishing = keep(asyncio.get_running_loop().create_task(self._finished()))
-        return self._finishing
-
-    async def _finished(self) -> dict[str, Any] | None:
-        return await asyncio.shield(self._done)
+        return self._done
 
     async def snapshot(self, after: int) -> Any:
         return await self._process.snapshot(self._tag, after)
@@ -273,9 +270,7 @@ class RemoteRecording:
     def opened(self, ok: bool) -> None:
         """The process created the capture (or could not: the stream goes on
         unrecorded, as in process)."""
-        if ok and not self._done.done():
-            register(self.slug, self)  # (again: see `recording_worker.Worker._opened`)
-        else:
+        if not ok:
             unregister(self.slug, self)
 
     def finished(self, closing: dict[str, Any] | None) -> None:

@@ -15,7 +15,7 @@ import pickle
 import socket
 from typing import Any
 
-from .recorder import Recording, keep, unregister
+from .recorder import Recording, keep
 from .recording_process import (
     FEED,
     FINISH,
@@ -36,9 +36,12 @@ class ChildRecording(Recording):
     """A relayed stream recorded here: in a thread, and so on a database
     connection, of its own (as an ingest socket's), closed at its end.  On
     asgiref's one shared thread, every stream of the process would write
-    one after another on one connection that nothing ever renews."""
+    one after another on one connection that nothing ever renews.  Its
+    viewers connect to the relay's process, which asks here for their
+    snapshots (`RemoteRecording`): it is not in this process's `recording_of`."""
 
     own_thread = True
+    viewed_here = False
 
 
 class Worker:
@@ -103,10 +106,6 @@ class Worker:
         ready = False
         try:
             ready = await recording.ready()
-            # Viewers connect to the relay's process, which asks here for their
-            # snapshot: this process's own `recording_of` is nobody's (and in the
-            # tests, which serve in the relay's process, the relay's `RemoteRecording`).
-            unregister(recording.slug, recording)
         finally:
             self._answer(OPENED, tag, ready)
 
