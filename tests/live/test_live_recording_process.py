@@ -212,6 +212,28 @@ async def test_when_the_recording_process_dies_nothing_waits_on_it(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_snapshot_the_process_does_not_answer_in_time_sends_the_viewer_to_the_database(
+    monkeypatch,
+):
+    monkeypatch.setattr(recording_process, "SNAPSHOT_SECONDS", 0.2)
+    ours, theirs = socket.socketpair()
+    process = RecordingProcess(ours)  # the other end: alive, busy, silent
+    try:
+        remote = await process.open(request(), **HOW, started=time.monotonic())
+        started = time.monotonic()
+        assert await asyncio.wait_for(remote.snapshot(-1), 5) is None
+        assert 0.2 <= time.monotonic() - started < 2
+        # Its answer, when it comes at last, finds no one waiting; the process is kept.
+        late = recording_process.message(recording_process.SNAPSHOT_TAKEN, 2, b"\x80\x04N.")
+        theirs.sendall(late)
+        await asyncio.sleep(0.05)
+        assert not process.gone and recording_of(remote.slug) is remote
+    finally:
+        process.stop()
+        theirs.close()
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_a_stream_that_fails_to_open_there_is_answered_and_the_next_records(monkeypatch):
     real_open = ChildRecording.open
     calls = []
