@@ -41,6 +41,7 @@ from inspector.captures.pages.live_cards import (
     REFUSAL_TEMPLATE,
     CardToRender,
     LiveCards,
+    Rendered,
 )
 from inspector.captures.store import open_capture
 from inspector.captures.writer import LIVE, CaptureWriter
@@ -275,14 +276,17 @@ class LiveCapture:
                     budget.spent(0.0)  # none taken: open again
             if not cards:
                 return None
+        rendered: list[Rendered] = []
         try:
             rendered = [card.render() for card in cards]
         finally:
+            cost = time.perf_counter() - started  # (not the wait for the lock)
             if budget is not None:
-                cost = time.perf_counter() - started  # (not the wait for the lock)
                 budget.spent(cost)
-                with self._lock:
+            with self._lock:
+                if budget is not None:
                     self.rows.rendered(cost)
+                self.rows.sent(rendered)
         return frames_message(self.capture.slug, [], call_entries(rendered), refusal)
 
     def _elapsed_at(self, moment: float) -> float:
@@ -296,13 +300,15 @@ class LiveCapture:
     def snapshot(self, after: int) -> tuple[SnapshotMessage, models.Capture] | None:
         """What a viewer who has the frames up to `after` needs first, from
         memory: the rows kept after `after` (and those of the viewer's page
-        of frames with calls or marks: its rows as stored lack them), every
-        call's card and the refusal as they are now, with a copy of the
+        of frames with calls or marks: its rows as stored lack them), the
+        newest calls' cards as the watching viewers have them (`LiveCards.
+        cards_for_joiner`) and the refusal as it is now, with a copy of the
         capture's row as of then (`_detached`); None when the rows needed are
         not kept, or the capture closes: the viewer reads the database
-        (`snapshot.SnapshotPager`).  No query.  The cards' contexts are
-        taken under the lock and rendered outside it (about 3 ms a card here:
-        the recording's next batch waited for them).  The rows are those the
+        (`snapshot.SnapshotPager`).  No query.  A card rendered for the
+        joiner has its context taken under the lock and is rendered outside
+        it (about 3 ms a card of a long call: the recording's next batch
+        waited for them).  The rows are those the
         watching viewers got: a frame read before the header of its call
         (arguments first) carries that call from the close on, as for them;
         the database's pages, assembled again, show it at once."""
@@ -318,7 +324,7 @@ class LiveCapture:
                 for entry, noted in self._kept
                 if entry["number"] > after or (noted and entry["number"] >= page_start)
             ]
-            cards = self.rows.current_cards_to_render()
+            cards = self.rows.cards_for_joiner()
             message = snapshot_message(
                 self.capture,
                 entries,
@@ -328,7 +334,8 @@ class LiveCapture:
                 self.rows.current_dialect_html(self.writer.basis),
             )
             capture = _detached(self.capture)
-        message["calls"] = call_entries([card.render() for card in cards])
+        rendered = [card if type(card) is Rendered else card.render() for card in cards]
+        message["calls"] = call_entries(rendered)
         message["more"] = False
         return message, capture
 

@@ -4,7 +4,8 @@ every call's card, no query; the same snapshot the database gives
 (`snapshot.SnapshotPager`), which a viewer elsewhere, or one needing rows no
 longer kept, still reads.  (Not quite the same for a frame read before its
 call's header, alone in its batch: its row, as the watching viewers got it,
-names the call only from the close on.)"""
+names the call only from the close on; and a call's card is the one the
+watching viewers were sent, up to RENDER_INTERVAL after the call changed.)"""
 
 import asyncio
 import threading
@@ -16,6 +17,7 @@ from live_helpers import chat_chunk as chunk
 
 from inspector.asgi import application
 from inspector.captures import models
+from inspector.captures.pages import live_cards
 from inspector.live import session
 from inspector.live.recorder import SocketRecording, recording_of
 from inspector.live.snapshot import DONE, SnapshotPager
@@ -97,6 +99,43 @@ def test_the_snapshot_leaves_the_watching_viewers_cards_as_they_were():
     assert live.held_back
     held = live.held_cards()
     assert held is not None and [call["position"] for call in held["calls"]] == [0, 1]
+
+
+@pytest.mark.django_db
+def test_a_joiner_is_given_the_cards_the_watchers_were_sent_without_a_render(monkeypatch):
+    """Rendering them again for each joiner cost about 3 ms a card of a long
+    call, and the stream's next frames waited for it."""
+    live = recorded(two_calls())
+    now = [0.0]
+    live.rows.clock = lambda: now[0]
+    sent = live.held_cards()["calls"]  # (the watchers' cards: the stream paused)
+
+    def no_render(card):
+        raise AssertionError(f"call {card.position}'s card rendered again")
+
+    monkeypatch.setattr(live_cards.CardToRender, "render", no_render)
+    memory, _ = live.snapshot(-1)
+    assert memory["calls"] == sent and [call["position"] for call in sent] == [0, 1]
+
+
+@pytest.mark.django_db
+def test_a_joiner_gets_a_call_s_newer_card_when_the_watchers_are_due_one():
+    """A call changed since its card was sent: the joiner is given that card
+    while the watchers' next one is not due (RENDER_INTERVAL), then, as they
+    would be, the card as the call is now."""
+    pieces = two_calls()
+    live = recorded(pieces[:6])  # call 1 has its header only
+    now = [0.0]
+    live.rows.clock = lambda: now[0]
+    sent = {call["position"]: call["html"] for call in live.held_cards()["calls"]}
+    live.append_reads([(pieces[6], time.monotonic())])  # call 1's arguments
+    now[0] = live_cards.RENDER_INTERVAL / 2
+    cards = {call["position"]: call["html"] for call in live.snapshot(-1)[0]["calls"]}
+    assert cards == sent
+    now[0] = live_cards.RENDER_INTERVAL * 2
+    cards = {call["position"]: call["html"] for call in live.snapshot(-1)[0]["calls"]}
+    assert cards[0] == sent[0] and cards[1] != sent[1]
+    assert cards[1] == live.rows.card_html(1)  # (as the call is now)
 
 
 @pytest.mark.django_db

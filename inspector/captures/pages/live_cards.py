@@ -189,6 +189,9 @@ class LiveCards:
         self._changed: set[int] = set()  # calls whose card is not rendered as it is now
         self._touched: set[int] = set()  # calls the last read's events touched
         self._rendered_at: dict[int, float] = {}
+        # The card the watching viewers were sent last, by call (the newest page's):
+        # what a viewer who joins is given first (`cards_for_joiner`).
+        self._sent: dict[int, Rendered] = {}
         self._spacing = CardBudget()  # its throttled cards' (read at `clock`'s times)
         self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
         self._refusal_noted = False
@@ -305,10 +308,12 @@ class LiveCards:
         started = time.perf_counter()  # the render's cost, in seconds whatever `clock` is
         cards = self.cards_to_render(every=every, throttle=throttle)
         try:
-            return [card.render() for card in cards]
+            rendered = [card.render() for card in cards]
         finally:
             if throttle and cards:
                 self.rendered(time.perf_counter() - started)
+        self.sent(rendered)
+        return rendered
 
     def cards_to_render(self, *, every: bool = False, throttle: bool = True) -> list[CardToRender]:
         """`cards` in two halves: here the cards it would render, each with
@@ -342,12 +347,35 @@ class LiveCards:
         in `seconds`: the next wait CARD_SPACING times that."""
         self._spacing.spent(seconds)
 
-    def current_cards_to_render(self) -> list[CardToRender]:
-        """The cards of the newest CALLS_PER_PAGE calls as they are now, for
-        a viewer who joins, without touching the throttle (the viewers
-        already watching get their cards as before): their contexts, to
-        render once the recording's lock is let go."""
-        return [self.card_to_render(p) for p in self._newest()]
+    def sent(self, cards: Iterable[Rendered]) -> None:
+        """These cards went to the watching viewers (under the recording's
+        lock): a viewer who joins is given them too (`cards_for_joiner`)."""
+        newest = self._newest()
+        for card in cards:
+            self._sent[card.position] = card
+        for position in [p for p in self._sent if p not in newest]:
+            del self._sent[position]
+
+    def cards_for_joiner(self) -> list[Rendered | CardToRender]:
+        """The cards of the newest CALLS_PER_PAGE calls for a viewer who
+        joins, without touching the throttle: the card the watching viewers
+        were sent last, when its call has not changed since or it was
+        rendered less than RENDER_INTERVAL ago (the joiner then gets the
+        newer one with the watchers, when it is due: the call is still
+        changed); else the card's context, to render once the recording's
+        lock is let go.  Rendering every card for a joiner took about 3 ms a
+        card of a long call, and the stream's next frames waited for them
+        (bench/README.md, issue 13's fourteenth stop)."""
+        now = self.clock()
+        out: list[Rendered | CardToRender] = []
+        for position in self._newest():
+            sent = self._sent.get(position)
+            recent = now - self._last_render(position) < RENDER_INTERVAL
+            if sent is not None and (position not in self._changed or recent):
+                out.append(sent)
+            else:
+                out.append(self.card_to_render(position))
+        return out
 
     def _newest(self) -> range:
         """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
