@@ -30,7 +30,7 @@ import logging
 import operator
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,12 +44,9 @@ MAX_STAMPS = 512  # shapes kept; all are dropped when more come (a rare, odd str
 _PLACE = "\ue000{}\ue001"  # private-use characters: the template neither escapes nor makes them
 _PLACE_SPLIT = re.compile("\ue000([0-9]+)\ue001")
 
-# A stamp: the literal piece before the first value, then each value's slot with
-# the literal piece after it.
-Stamp = tuple[str, tuple[tuple[int, str], ...]]
-
-# Whether `html.escape` would change a str: most of a row's values it would not.
-_needs_escape = re.compile("[&<>\"']").search
+# A stamp: the template's output cut at the values, a hole ("") where each value
+# goes (every other piece), and a getter of the values' texts in the holes' order.
+Stamp = tuple[list[str], Callable[[list[str]], Sequence[str]]]
 
 _stamps: dict[tuple, Stamp | None] = {}  # None: the shape is rendered by the template
 _lock = threading.Lock()
@@ -87,13 +84,12 @@ def stamped(row: FrameRow) -> str:
     if loose:  # a bool or float equal to a value in a slot (True == 1) is part of the shape
         shape.extend([slots.get(value) for value in loose])
     key = tuple(shape)
-    values = list(slots)
     stamp = _stamps.get(key, False)
     if stamp is False:
-        stamp = _new_stamp(key, row, values)
+        stamp = _new_stamp(key, row, slots)
     if stamp is None:
         return render(row)
-    return _fill(stamp, values)
+    return _fill(stamp, slots)
 
 
 def render(row: FrameRow) -> str:
@@ -101,11 +97,12 @@ def render(row: FrameRow) -> str:
     return get_template(ROW_TEMPLATE).render({"row": row})
 
 
-def _new_stamp(key: tuple, row: FrameRow, values: list[Any]) -> Stamp | None:
+def _new_stamp(key: tuple, row: FrameRow, values: Iterable[Any]) -> Stamp | None:
     """Render the shape's stamp and check it on this row."""
     pieces = _PLACE_SPLIT.split(render(_placeheld(row, {})))
     slots = [int(slot) for slot in pieces[1::2]]
-    stamp: Stamp | None = (pieces[0], tuple(zip(slots, pieces[2::2], strict=True)))
+    pieces[1::2] = [""] * len(slots)
+    stamp: Stamp | None = (pieces, _picker(slots))
     if _fill(stamp, values) != render(row):
         logger.warning("a frame row's shape is not stampable; it is rendered by the template")
         stamp = None
@@ -116,20 +113,32 @@ def _new_stamp(key: tuple, row: FrameRow, values: list[Any]) -> Stamp | None:
     return stamp
 
 
-def _fill(stamp: Stamp, values: list[Any]) -> str:
-    head, pairs = stamp
-    out = [head]
-    for slot, after in pairs:
-        value = values[slot]
-        kind = type(value)
-        # What the template does to a value (a str or an int: `_walk`): a str
-        # escaped (Django's `escape` is `html.escape`, which changes only what
-        # `_needs_escape` finds), an int as is.
-        if kind is str:
-            out.append(html.escape(value) if _needs_escape(value) else value)
-        else:
-            out.append(str(value))
-        out.append(after)
+def _picker(slots: list[int]) -> Callable[[list[str]], Sequence[str]]:
+    """`texts` -> the texts at `slots`, in that order."""
+    if len(slots) > 1:
+        return operator.itemgetter(*slots)  # a tuple, for two or more
+    return lambda texts: [texts[slot] for slot in slots]
+
+
+def _fill(stamp: Stamp, values: Iterable[Any]) -> str:
+    """The stamp with `values` (in slot order) put in, as the template writes
+    them: a str escaped, an int as `str` writes it (the values are str and
+    int: `_walk`).  Django's `escape` is `html.escape`, which changes only a
+    str with one of `&<>"'` in it, which most of a row's are not: the `in`
+    tests are several times cheaper than a regex search or the escape."""
+    pieces, pick = stamp
+    texts = [
+        (
+            html.escape(value)
+            if "&" in value or "<" in value or ">" in value or '"' in value or "'" in value
+            else value
+        )
+        if type(value) is str
+        else str(value)
+        for value in values
+    ]
+    out = pieces.copy()
+    out[1::2] = pick(texts)
     return "".join(out)
 
 
