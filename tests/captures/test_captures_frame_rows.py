@@ -436,3 +436,25 @@ def test_a_bare_fragment_s_item_is_what_the_general_item_gives(name, text):
     the general item, cut and cleaned of NUL (`_cut`, `_nul_free`)."""
     general = frame_did._nul_free(["args", 3, name or "", *frame_did._cut(text)])
     assert frame_did.did_by_frame([(7, 3, text)], lambda position: name) == {7: [general]}
+
+
+@pytest.mark.parametrize(
+    ("marks", "focus", "classes"),
+    [
+        ([], None, "kind-chunk"),
+        ([], 4, "kind-chunk is-focus"),
+        (["empty_delta"], 3, "kind-chunk is-dropped"),
+        (
+            ["odd", "EMPTY_RESPONSE", "empty_delta", "odd", "orphan_continuation"],
+            4,
+            "kind-chunk is-anomaly is-dropped is-refusal is-focus",
+        ),
+    ],
+)
+def test_a_rows_classes_are_its_kind_its_marks_tones_once_sorted_and_its_focus(
+    marks, focus, classes
+):
+    from inspector.captures.pages.frames import frame_row
+
+    row = frame_row("s", 4, "chunk", "data: {}", 8, None, marks=marks, focus=focus)
+    assert row.classes == classes

@@ -111,4 +111,45 @@ def test_a_dataclass_without_fields_has_a_shape():
     class Empty:
         pass
 
-    assert row_stamps._shape([Empty(), "x"], [], {}, []) == (list, ((Empty, ()), 0))
+    shape: list = []
+    row_stamps._walk([Empty(), "x"], shape, {}, [])
+    assert shape == [Empty, 0]
+
+
+def test_rows_whose_lists_nest_apart_take_stamps_of_their_own(monkeypatch):
+    """A shape is written flat, each list with its length: `[["a"], "b"]` and
+    `[["a", "b"]]` have the same leaves in the same order, not the same shape."""
+    import dataclasses
+
+    from django.template import Context, Template
+
+    @dataclasses.dataclass
+    class Row:
+        calls: list
+
+    template = Template("{{ row.calls|length }} {{ row.calls.0|length }} {{ row.calls.0.0 }}")
+    monkeypatch.setattr(row_stamps, "_stamps", {})
+    monkeypatch.setattr(row_stamps, "render", lambda row: template.render(Context({"row": row})))
+    rows = [Row([["a"], "b"]), Row([["a", "b"]]), Row([["c"], "d"]), Row([["c", "d"]])]
+    assert [row_stamps.stamped(row) for row in rows] == ["2 1 a", "1 2 a", "2 1 c", "1 2 c"]
+    assert None not in row_stamps._stamps.values()
+
+
+@pytest.mark.parametrize("char", list("&<>\"'"))
+def test_each_character_the_escape_changes_is_escaped_on_a_stamped_row(char):
+    """The shape's first row is checked against the template; the next ones
+    are not, so each character is put in the second row of a shape."""
+    rows = [frame_row("s", 5, "chunk", text, 9, 1.5) for text in ("data: {}", f"da{char}a {char}")]
+    assert [row_stamps.stamped(row) for row in rows] == [row_stamps.render(row) for row in rows]
+
+
+@pytest.mark.parametrize("source", ["{% if row.focus %}x{% endif %}", "<{{ row.kind }}>"])
+def test_a_template_writing_no_value_or_one_is_stamped(monkeypatch, source):
+    from django.template import Context, Template
+
+    template = Template(source)
+    monkeypatch.setattr(row_stamps, "_stamps", {})
+    monkeypatch.setattr(row_stamps, "render", lambda row: template.render(Context({"row": row})))
+    rows = [frame_row("s", n, kind, "data: {}", 8, None) for n, kind in ((1, "a"), (2, "<b>"))]
+    assert [row_stamps.stamped(row) for row in rows] == [row_stamps.render(row) for row in rows]
+    assert None not in row_stamps._stamps.values()

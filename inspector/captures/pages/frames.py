@@ -156,11 +156,7 @@ def frame_row(
     `frames_at`: the capture's `frames_path`, when the caller has it (a
     caller of many rows looks it up once)."""
     link = call_link or call_card
-    marked = [(mark, mark_tone(mark)) for mark in marks]
-    tones = {tone for _, tone in marked}
-    classes = [f"kind-{kind}"] + [f"is-{tone}" for tone in sorted(tones)]
-    if number == focus:
-        classes.append("is-focus")
+    marked = [(mark, mark_tone(mark)) for mark in marks] if marks else []
     event, json_type = event_and_type(raw_head)
     return FrameRow(
         event=event,
@@ -175,10 +171,18 @@ def frame_row(
         did=did_groups(did or (), dialect, link),
         did_known=did is not None,
         raw_open=raw_open,
-        classes=" ".join(classes),
+        classes=_classes(kind, marked, number == focus),
         focus=number == focus,
         permalink=frame_permalink(slug, number, frames_at),
     )
+
+
+def _classes(kind: str, marked: list[tuple[str, str]], focus: bool) -> str:
+    """A row's classes: its kind's, its marks' tones' (each once, sorted), its focus."""
+    classes = f"kind-{kind}"
+    if marked:  # most rows have no mark
+        classes += "".join(f" is-{tone}" for tone in sorted({tone for _, tone in marked}))
+    return f"{classes} is-focus" if focus else classes
 
 
 def call_card(position: int) -> str:
