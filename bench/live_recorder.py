@@ -66,14 +66,16 @@ def joiners(reads: list[bytes], per_batch: int, every: int, behind: int, rate: f
         renders[0] += 1
         return render(card)
 
-    live_cards.CardToRender.render = counted
     print(f"a joiner's snapshot from memory, its page rendered {behind} frames ago (CPU best of 5)")
-    for at in range(0, len(reads), per_batch):
-        clock[0] = at / rate
-        live.append_reads([(read, time.monotonic()) for read in reads[at : at + per_batch]])
-        live.due_cards()
-        if at and at % every < per_batch:
-            costs, size = [], 0
+    live_cards.CardToRender.render = counted
+    try:
+        for at in range(0, len(reads), per_batch):
+            clock[0] = at / rate
+            live.append_reads([(read, time.monotonic()) for read in reads[at : at + per_batch]])
+            live.due_cards()
+            if not at or at % every >= per_batch:
+                continue
+            costs = []
             for _ in range(5):
                 renders[0], start = 0, time.process_time()
                 message, _ = live.snapshot(max(-1, at - behind))
@@ -84,7 +86,8 @@ def joiners(reads: list[bytes], per_batch: int, every: int, behind: int, rate: f
                 f"  at frame {at}: {min(costs) * 1000:.2f} ms, {len(message['frames'])} rows,"
                 f" {len(message['calls'])} cards ({renders[0]} rendered), {size // 1024} KiB"
             )
-    live_cards.CardToRender.render = render
+    finally:
+        live_cards.CardToRender.render = render
     live.close()
 
 

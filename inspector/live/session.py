@@ -255,10 +255,11 @@ class LiveCapture:
     def _cards(self, *, throttle: bool) -> FramesMessage | None:
         """A message of cards alone.  It carries no refusal or dialect note
         (the frames' messages do): it may go out after a later batch's.  A
-        card taken before a joining viewer's snapshot may reach the viewer
-        after it: its call is still marked changed, so the next render puts
-        the newer card back.  Throttled, they also wait for the process's
-        `card_budget`."""
+        card taken while a viewer joins may reach it after its snapshot: the
+        newer card, then (the viewer's consumer keeps the newest: `_fresh_cards`).
+        The cards are noted as sent (`LiveCards.sent`, given to joiners),
+        or, when rendering failed, their calls as changed again.  Throttled,
+        they also wait for the process's `card_budget`."""
         budget = self.card_budget if throttle else None
         with self._lock:
             if self.closed or (throttle and not self.rows.card_due):
@@ -286,7 +287,10 @@ class LiveCapture:
             with self._lock:
                 if budget is not None:
                     self.rows.rendered(cost)
-                self.rows.sent(rendered)
+                if rendered:
+                    self.rows.sent(rendered)
+                else:
+                    self.rows.taken_back(card.position for card in cards)
         return frames_message(self.capture.slug, [], call_entries(rendered), refusal)
 
     def _elapsed_at(self, moment: float) -> float:
@@ -398,6 +402,7 @@ class LiveCapture:
         slug = self.capture.slug
         entries = [entry for entry, _ in rows]
         cards = self.rows.cards(throttle=throttle) if cards else []
+        self.rows.sent(cards)
         if not entries and not cards:
             return None
         refusal = refusal_entry(self.strict.refusal)

@@ -136,11 +136,14 @@ def test_rows_whose_lists_nest_apart_take_stamps_of_their_own(monkeypatch):
 
 
 @pytest.mark.parametrize("char", list("&<>\"'"))
-def test_each_character_the_escape_changes_is_escaped_on_a_stamped_row(char):
+def test_each_character_the_escape_changes_is_escaped_on_a_stamped_row(monkeypatch, char):
     """The shape's first row is checked against the template; the next ones
-    are not, so each character is put in the second row of a shape."""
+    are not, so each character is put in the second row of a shape (one
+    shape, stamped)."""
+    monkeypatch.setattr(row_stamps, "_stamps", {})
     rows = [frame_row("s", 5, "chunk", text, 9, 1.5) for text in ("data: {}", f"da{char}a {char}")]
     assert [row_stamps.stamped(row) for row in rows] == [row_stamps.render(row) for row in rows]
+    assert len(row_stamps._stamps) == 1 and None not in row_stamps._stamps.values()
 
 
 @pytest.mark.parametrize("source", ["{% if row.focus %}x{% endif %}", "<{{ row.kind }}>"])

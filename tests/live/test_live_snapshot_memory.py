@@ -139,6 +139,49 @@ def test_a_joiner_gets_a_call_s_newer_card_when_the_watchers_are_due_one():
 
 
 @pytest.mark.django_db
+def test_a_joiner_gets_cards_rendered_anew_once_more_calls_share_the_page(monkeypatch):
+    """A card shows fewer fragments a page as calls join the page of cards
+    (`page_share`): the cards sent while four calls shared it are not the
+    cards of five, though four of the calls did not change."""
+
+    def head(index: int) -> bytes:
+        call = {"index": index, "id": f"call_{index}", "function": {"name": "f", "arguments": "{}"}}
+        return chunk({"tool_calls": [call]})
+
+    live = recorded([chunk({"role": "assistant"}), *[head(i) for i in range(4)]])
+    live.rows.clock = lambda: 0.0
+    assert len(live.held_cards()["calls"]) == 4  # (the watchers' cards, four calls on the page)
+    live.append_reads([(head(4), time.monotonic())])
+    rendered: list[int] = []
+    render = live_cards.CardToRender.render
+
+    def counted(card):
+        rendered.append(card.position)
+        return render(card)
+
+    monkeypatch.setattr(live_cards.CardToRender, "render", counted)
+    cards = live.snapshot(-1)[0]["calls"]
+    assert sorted(rendered) == [0, 1, 2, 3, 4]
+    assert [call["html"] for call in cards] == [live.rows.card_html(p) for p in range(5)]
+
+
+@pytest.mark.django_db
+def test_cards_that_failed_to_render_are_due_again(monkeypatch):
+    """Else a joiner would be given the card sent before, for good."""
+    live = recorded(two_calls())
+
+    def broken(card):
+        raise RuntimeError("the template failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(live_cards.CardToRender, "render", broken)
+        with pytest.raises(RuntimeError):
+            live.held_cards()
+    assert live.held_back
+    assert [call["position"] for call in live.held_cards()["calls"]] == [0, 1]
+
+
+@pytest.mark.django_db
 def test_rows_no_longer_kept_send_the_viewer_to_the_database(monkeypatch):
     pieces = two_calls()
     row = len(recorded(pieces[:1]).snapshot(-1)[0]["frames"][0]["html"])

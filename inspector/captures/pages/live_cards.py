@@ -111,10 +111,13 @@ FrameNotes = dict[int, tuple[list[int], list[str]]]
 
 @dataclass
 class Rendered:
-    """A call's card as a live viewer gets it: its place and its HTML."""
+    """A call's card as a live viewer gets it: its place and its HTML;
+    `per_page`: the fragments a page of it showed (fewer as more calls share
+    the page of cards: `page_share`)."""
 
     position: int
     html: str
+    per_page: int = 0
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class CardToRender:
     position: int
     context: dict[str, Any]
     fragments: list[tuple[tuple, str]] = field(default_factory=list)
+    per_page: int = 0  # (`Rendered.per_page`)
 
     def render(self) -> Rendered:
         card, capture = self.context["card"], self.context["capture"]
@@ -134,7 +138,7 @@ class CardToRender:
             fragment = Fragment(**dict(zip(SCAN_FIELDS, fields, strict=True)))
             card.fragments.append(fragment_row(capture, card, fragment, None, before))
         html = str(get_template(CARD_TEMPLATE).render(self.context)).strip()
-        return Rendered(self.position, html)
+        return Rendered(self.position, html, self.per_page)
 
 
 class FragmentTrail:
@@ -308,12 +312,10 @@ class LiveCards:
         started = time.perf_counter()  # the render's cost, in seconds whatever `clock` is
         cards = self.cards_to_render(every=every, throttle=throttle)
         try:
-            rendered = [card.render() for card in cards]
+            return [card.render() for card in cards]
         finally:
             if throttle and cards:
                 self.rendered(time.perf_counter() - started)
-        self.sent(rendered)
-        return rendered
 
     def cards_to_render(self, *, every: bool = False, throttle: bool = True) -> list[CardToRender]:
         """`cards` in two halves: here the cards it would render, each with
@@ -349,7 +351,10 @@ class LiveCards:
 
     def sent(self, cards: Iterable[Rendered]) -> None:
         """These cards went to the watching viewers (under the recording's
-        lock): a viewer who joins is given them too (`cards_for_joiner`)."""
+        lock): a viewer who joins is given them too (`cards_for_joiner`).
+        Told in the order they were rendered, newest last (one thread renders
+        a recording's cards: its side lane, or the appending one for HTTP
+        ingest)."""
         newest = self._newest()
         for card in cards:
             self._sent[card.position] = card
@@ -362,20 +367,33 @@ class LiveCards:
         were sent last, when its call has not changed since or it was
         rendered less than RENDER_INTERVAL ago (the joiner then gets the
         newer one with the watchers, when it is due: the call is still
-        changed); else the card's context, to render once the recording's
-        lock is let go.  Rendering every card for a joiner took about 3 ms a
-        card of a long call, and the stream's next frames waited for them
-        (bench/README.md, issue 13's fourteenth stop)."""
+        changed), and its page of fragments is as long as now; else the
+        card's context, to render once the recording's lock is let go.
+        Rendering every card for a joiner took about 3 ms a card of a long
+        call, and the stream's next frames waited for them (bench/README.md,
+        issue 13's fourteenth stop)."""
         now = self.clock()
+        per_page = self._fragments_per_page()
         out: list[Rendered | CardToRender] = []
         for position in self._newest():
             sent = self._sent.get(position)
             recent = now - self._last_render(position) < RENDER_INTERVAL
-            if sent is not None and (position not in self._changed or recent):
+            current = sent is not None and sent.per_page == per_page
+            if current and (position not in self._changed or recent):
                 out.append(sent)
             else:
                 out.append(self.card_to_render(position))
         return out
+
+    def taken_back(self, positions: Iterable[int]) -> None:
+        """The cards of these calls were taken to render and never sent (the
+        render failed): their calls are changed again, rendered when due."""
+        self._changed.update(positions)
+
+    def _fragments_per_page(self) -> int:
+        """The fragments a card's page shows now (`Rendered.per_page`)."""
+        on_page = min(len(self.assembler.started), CALLS_PER_PAGE)
+        return page_share(FRAGMENT_ROWS, FRAGMENTS_PER_PAGE, on_page)
 
     def _newest(self) -> range:
         """The positions of the newest CALLS_PER_PAGE calls (a page of cards)."""
@@ -401,13 +419,13 @@ class LiveCards:
         row.args_length = len(call.final_text) if call.final_text is not None else trail.length
         row.args_head = ""  # final arguments are shown once the capture closed
         card = call_card(capture, strict, row, text_near=_near_in(call))
-        on_page = min(len(self.assembler.started), CALLS_PER_PAGE)
-        per_page = page_share(FRAGMENT_ROWS, FRAGMENTS_PER_PAGE, on_page)
+        per_page = self._fragments_per_page()
         newest_page = max(1, -(-trail.count // per_page))
         card.fragment_pager = pager(newest_page, per_page, trail.count)
         card.fragment_links = pager_links(card.fragment_pager, self._fragments_page(position))
         context = {"card": card, "capture": capture, "strict": strict}
-        return CardToRender(position, context, trail.page(card.fragment_pager.start))
+        fragments = trail.page(card.fragment_pager.start)
+        return CardToRender(position, context, fragments, per_page)
 
     def refusal_html(self) -> str:
         """The refusal decided so far, as the capture page shows it ("" for none)."""
