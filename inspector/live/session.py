@@ -402,7 +402,8 @@ class LiveCapture:
         slug = self.capture.slug
         entries = [entry for entry, _ in rows]
         cards = self.rows.cards(throttle=throttle) if cards else []
-        self.rows.sent(cards)
+        if cards:  # (not on a recorder's batches: they carry none)
+            self.rows.sent(cards)
         if not entries and not cards:
             return None
         refusal = refusal_entry(self.strict.refusal)
