@@ -234,6 +234,9 @@ INSPECTOR_RECOVER_LIVE = _env_bool("INSPECTOR_RECOVER_LIVE", True)
 # (inspector/live/recording_process.py, docs/deployment.md).  Its viewers' messages go
 # through Redis: daphne refuses to start with it and no REDIS_URL.
 INSPECTOR_RECORDING_PROCESS = _env_bool("INSPECTOR_RECORDING_PROCESS", False)
+# Threads a process's websocket recordings write their batches in, and as many for their
+# side lanes (fragments, cards): shared by its recordings (inspector/live/recording_threads.py).
+INSPECTOR_RECORDING_THREADS = int(os.environ.get("INSPECTOR_RECORDING_THREADS", 2))
 
 # --- Minimizer ---------------------------------------------------------------------------------
 # Time budget (seconds) of one minimization (`manage.py minimize`, the capture page's button).

@@ -234,12 +234,14 @@ _not_waiting: weakref.WeakSet[Any] = weakref.WeakSet()
 
 @contextmanager
 def own_connection_step() -> Iterator[None]:
-    """A live recording's batch, on a connection of its own: its recorder's
-    thread's (a websocket recording's own thread, or a proxied request's,
-    which opens the capture before the first batch and closes it after
-    `own_connection_done`; nothing else writes through it meanwhile), or
-    its side lane's, which writes the calls' fragments (`recorder.Recorder.
-    _side_work`, whose thread closes its connection when it stops).
+    """A live recording's batch, on its writing thread's connection: a batch
+    thread's (`live.recording_threads`: shared by websocket recordings, each
+    step one after another, none leaving a transaction open), or a proxied
+    request's (which opens the capture before the first batch and closes it
+    after `own_connection_done`; nothing else writes through it meanwhile),
+    or a side-lane thread's, which writes the calls' fragments
+    (`recorder.Recorder._side_work`).  A recording that wrote in a batch
+    thread closes on another connection (`recorder.Recorder._close`).
 
     On PostgreSQL the batch's statements run in autocommit, each atomic and
     committed by itself, in a session whose commits do not wait for the disk

@@ -273,7 +273,7 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
     (`closed`) and the socket closed with 1009.
     """
 
-    # Its reads only queue: the recording writes in a thread of its own.
+    # Its reads only queue: the recording writes in a batch thread (`recording_threads`).
     no_database = frozenset({"websocket.receive"})
     recording: SocketRecording | None = None
     closed = False

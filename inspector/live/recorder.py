@@ -40,8 +40,9 @@ from inspector.captures.pages.live_cards import RENDER_INTERVAL
 from inspector.captures.store import open_capture
 from inspector.captures.writes import writing
 
-from . import attempts, broadcast, redact
+from . import attempts, broadcast, recording_threads, redact
 from .broadcast import FramesMessage, SnapshotMessage
+from .recording_threads import close_connection
 from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
@@ -173,18 +174,18 @@ class Recorder:
         self._finishing: asyncio.Task | None = None
         self._draining = False
         self._closed = False
-        # A websocket recording writes in a thread and context of its own (see
-        # `_in_thread`); a proxied one in its request's thread, as Django gives it.
-        # Django keeps connections in context-local storage, and a caller's context
-        # holds its own thread's connection, which no other thread may use.
+        # A websocket recording writes in one of the process's batch threads, on
+        # its connection (`_in_thread`, `recording_threads`), in a context of its
+        # own; a proxied one in its request's thread, as Django gives it.
         self._thread: ThreadPoolExecutor | None = None
         self._context: contextvars.Context | None = None
+        self._thread_given_back = False
         if self.own_thread:
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
+            self._thread = recording_threads.BATCHES.take()
             self._context = contextvars.Context()
-        # The side lane (`_side_work`): a thread of its own, and so a database
-        # connection of its own.
-        self._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder-side")
+        # The side lane (`_side_work`): one of the process's side-lane threads
+        # (taken when it starts), and so another connection.
+        self._side: ThreadPoolExecutor | None = None
         self._side_task: asyncio.Task | None = None
         self._side_wanted = asyncio.Event()  # fragments or a card due, or held cards
         self._held_wanted = False  # the stream paused with cards held back
@@ -192,11 +193,12 @@ class Recorder:
 
     def _in_thread(self, function: Callable) -> Callable:
         """`function` run in the recording's writing thread: the request's
-        (thread-sensitive), or with `own_thread` the recording's own (and its
-        database connection).  A websocket consumer's calls all go to channels'
-        one shared thread, and every websocket message is dispatched after a
-        call there: an ingest socket's messages would wait behind the
-        recorder's writes, and those behind an upload's batch."""
+        (thread-sensitive), or with `own_thread` a batch thread of the
+        process (and its database connection, `recording_threads`).  A
+        websocket consumer's calls all go to channels' one shared thread, and
+        every websocket message is dispatched after a call there: an ingest
+        socket's messages would wait behind the recorder's writes, and those
+        behind an upload's batch."""
         if self._thread is None:
             return sync_to_async(function)
         return sync_to_async(function, thread_sensitive=False, executor=self._thread)
@@ -221,6 +223,8 @@ class Recorder:
         self._queue.put_nowait((data, arrived))
 
     def _create(self) -> None:
+        if self._thread is not None:  # a batch thread's connection, maybe long open
+            connection.close_if_unusable_or_obsolete()
         with writing(), transaction.atomic():
             capture = self.open_capture()
             if self.hint:
@@ -248,9 +252,11 @@ class Recorder:
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
             logger.exception("capture %s: opening failed", self.slug)
             self._failed = True
+            self._give_back_thread()  # (its intake may never call `finish`)
         else:
             if self.viewed_here:
                 register(self.slug, self)
+            self._side = recording_threads.SIDE_LANES.take()
             self._side_task = keep(
                 asyncio.get_running_loop().create_task(
                     self._side_work(), context=contextvars.Context()
@@ -297,16 +303,17 @@ class Recorder:
     async def _side_work(self) -> None:
         """The recording's side lane: the calls' new fragments written
         (every FRAGMENT_SECONDS) and the call cards the throttle lets out
-        rendered and sent, in a thread (and so on a database connection) of
-        their own, while the frames' batches go on.  In the frames' lane,
-        after each batch's message, they cost the viewers: the batches behind
-        a fragments' COPY or a long call's card (each a few milliseconds)
-        waited for them (bench/README.md, issue 13's twelfth stop).  A card's
-        context is taken under the recording's lock and rendered outside it
-        (`LiveCapture.due_cards`).  It wakes when a batch found either due
-        (`LiveCapture.side_work_due`) or the stream paused with cards held
-        back, and stops before the close (`_stop_side_work`), which writes
-        every fragment left and whose page has every card."""
+        rendered and sent, in a side-lane thread of the process (and so on
+        another database connection), while the frames' batches go on.  In
+        the frames' lane, after each batch's message, they cost the viewers:
+        the batches behind a fragments' COPY or a long call's card (each a
+        few milliseconds) waited for them (bench/README.md, issue 13's
+        twelfth stop).  A card's context is taken under the recording's lock
+        and rendered outside it (`LiveCapture.due_cards`).  It wakes when a
+        batch found either due (`LiveCapture.side_work_due`) or the stream
+        paused with cards held back, and stops before the close
+        (`_stop_side_work`), which writes every fragment left and whose page
+        has every card."""
         run = functools.partial(sync_to_async, thread_sensitive=False, executor=self._side)
         try:
             while True:
@@ -319,8 +326,7 @@ class Recorder:
                 except Exception:  # noqa: BLE001 - the close writes and renders it all
                     logger.exception("capture %s: the side lane failed", self.slug)
         finally:
-            await run(_close_connection)()
-            self._side.shutdown(wait=False)
+            recording_threads.SIDE_LANES.give_back(self._side)
 
     async def _side_pass(self, run: Callable[[Callable], Callable]) -> None:
         held, self._held_wanted = self._held_wanted, False
@@ -424,6 +430,24 @@ class Recorder:
             logger.exception("capture %s: closing failed", self.slug)
         return self.finished
 
+    async def _close(self, meta: dict[str, Any]) -> dict[str, Any] | None:
+        """`close_sync`: a proxied recording's in its request's thread; one
+        that wrote in a batch thread gives it back and closes in a thread of
+        the loop's executor (that thread's connection closed after), so that
+        a long close (a long stream's) does not hold up the batches of the
+        recordings that share the batch thread."""
+        if self._thread is None:
+            return await self._in_thread(self.close_sync)(meta)
+        self._give_back_thread()
+        apart = functools.partial(_then_closing_connection, self.close_sync)
+        return await sync_to_async(apart, thread_sensitive=False)(meta)
+
+    def _give_back_thread(self) -> None:
+        """Done with the batch thread (once)."""
+        if self._thread is not None and not self._thread_given_back:
+            self._thread_given_back = True
+            recording_threads.BATCHES.give_back(self._thread)
+
     async def announce(self, message: dict[str, Any]) -> None:
         await broadcast.send(broadcast.capture_group(self.slug), message)
         await broadcast.announce(self.live.capture, "closed", message["outcome"])
@@ -440,12 +464,9 @@ class Recorder:
         await self.drain()
         await self._stop_side_work()
         try:
-            message = await self._in_thread(self.close_sync)(meta)
+            message = await self._close(meta)
         finally:
             unregister(self.slug, self)
-            if self._thread is not None:
-                await self._in_thread(_close_connection)()
-                self._thread.shutdown(wait=False)
         if message is not None:
             await self.announce(message)
         return message
@@ -661,9 +682,12 @@ def merge_reads(reads: list[tuple[bytes, float]]) -> list[tuple[bytes, float]]:
     return [(b"".join(chunks), last) for chunks, _, last in groups]
 
 
-def _close_connection() -> None:
-    """Close this thread's database connection (a recording's, at its end)."""
-    connection.close()
+def _then_closing_connection(function: Callable, *args: Any) -> Any:
+    """`function(*args)`, then this thread's database connection closed."""
+    try:
+        return function(*args)
+    finally:
+        close_connection()
 
 
 # Tasks that must outlive the request that started them (asyncio keeps only

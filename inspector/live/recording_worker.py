@@ -33,10 +33,10 @@ logger = logging.getLogger(__name__)
 
 
 class ChildRecording(Recording):
-    """A relayed stream recorded here: in a thread, and so on a database
-    connection, of its own (as an ingest socket's), closed at its end.  On
-    asgiref's one shared thread, every stream of the process would write
-    one after another on one connection that nothing ever renews.  Its
+    """A relayed stream recorded here: in the process's batch threads, as an
+    ingest socket's (`recording_threads`), not on asgiref's one shared
+    thread, where every stream of the process would wait behind the
+    others' steps and its closes.  Its
     viewers connect to the relay's process, which asks here for their
     snapshots (`RemoteRecording`): it is not in this process's `recording_of`."""
 

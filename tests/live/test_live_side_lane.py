@@ -18,7 +18,7 @@ from django.db import connection
 from inspector.captures import models
 from inspector.captures.pages import live_cards
 from inspector.captures.writer import CaptureWriter
-from inspector.live import broadcast, recorder
+from inspector.live import broadcast
 from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
@@ -196,23 +196,6 @@ def test_no_throttled_card_is_due_until_the_last_ones_cost_is_told():
     assert not live.rows.card_due and live.rows.cards_to_render(throttle=True) == []
     live.rows.rendered(0.001)  # spacing: (CARD_SPACING + 1) ms from when they were taken
     assert live.rows.card_due
-
-
-@pytest.mark.asyncio
-async def test_the_side_lane_closes_its_connection(monkeypatch, sent):
-    closed: list[str] = []
-    close = recorder._close_connection
-
-    def spy() -> None:
-        closed.append(threading.current_thread().name)
-        close()
-
-    monkeypatch.setattr(recorder, "_close_connection", spy)
-    recording = SocketRecording.open(stream_format="sse", title="connections")
-    assert await recording.ready()
-    recording.feed(chunk({"tool_calls": [HEADER]}) + piece('1"}'), time.monotonic())
-    await recording.finish()
-    assert sorted(name.split("_")[0] for name in closed) == ["recorder", "recorder-side"]
 
 
 @pytest.mark.asyncio
