@@ -63,6 +63,10 @@ MERGE_SECONDS = 0.001
 FLUSH_SECONDS = 0.004
 FLUSH_READS = 500
 FLUSH_BYTES = 1 << 20
+# A read that comes this long after the one before it (a slow stream, or the
+# first read) is a batch at once: no read is coming to share it, and waiting
+# FLUSH_SECONDS only delayed its viewers (and woke the loop once more).
+QUIET_SECONDS = 0.02
 # Attempts of a retry chain that race for one number: how often the loser retries.
 NUMBERING_TRIES = 5
 
@@ -174,6 +178,7 @@ class Recorder:
         self._finishing: asyncio.Task | None = None
         self._draining = False
         self._closed = False
+        self._last_arrival = float("-inf")  # the last read's, for QUIET_SECONDS
         # A websocket recording writes in one of the process's batch threads, on
         # its connection (`_in_thread`, `recording_threads`), in a context of its
         # own; a proxied one in its request's thread, as Django gives it.
@@ -280,6 +285,8 @@ class Recorder:
                 continue
             end = items[-1] is None
             reads = [item for item in items if item is not None]
+            if reads:
+                self._last_arrival = reads[-1][1]
             if (reads or end) and not self._failed:
                 await self._store_and_publish(reads, end)
             if end:
@@ -364,10 +371,10 @@ class Recorder:
 
     async def _next_batch(self) -> list[tuple[bytes, float] | None]:
         """The reads of the next batch (see FLUSH_SECONDS): all those waiting
-        once the first has waited FLUSH_SECONDS, or once FLUSH_READS reads or
-        FLUSH_BYTES bytes wait; `None` last when the input ended.  None at
-        all when call cards are held back and no read came for
-        RENDER_INTERVAL."""
+        once the first has waited FLUSH_SECONDS (at once after a quiet spell,
+        QUIET_SECONDS), or once FLUSH_READS reads or FLUSH_BYTES bytes wait;
+        `None` last when the input ended.  None at all when call cards are
+        held back and no read came for RENDER_INTERVAL."""
         queue = self._queue
         holding = self.live is not None and not self._failed and self.live.held_back
         try:
@@ -376,7 +383,12 @@ class Recorder:
             return []
         items = [first]
         size = 0 if first is None else len(first[0])
-        due = (time.monotonic() if first is None else first[1]) + FLUSH_SECONDS
+        if first is None:
+            due = time.monotonic()  # (the end: returned below)
+        elif first[1] - self._last_arrival > QUIET_SECONDS:
+            due = first[1]
+        else:
+            due = first[1] + FLUSH_SECONDS
         while True:
             while not queue.empty():
                 item = queue.get_nowait()

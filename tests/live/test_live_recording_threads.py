@@ -2,7 +2,8 @@
 all (`live/recording_threads.py`): INSPECTOR_RECORDING_THREADS for batches
 and as many for side lanes, each recording on the least busy; a thread's
 connection is closed once no recording uses it, and a recording's close
-runs apart, so a long close holds up no other recording's batches."""
+runs apart, so a long close holds up no other recording's batches.  And
+when a batch goes: a read after a quiet spell is one at once."""
 
 from __future__ import annotations
 
@@ -161,3 +162,28 @@ async def test_a_threads_connection_is_closed_once_no_recording_uses_it(
     assert await until(lambda: len(closed) == 4)
     later = sorted(closed[1:])  # second's close's thread's, then both threads' (any order)
     assert later.count("recorder") == later.count("recorder-side") == 1
+
+
+@pytest.mark.asyncio
+async def test_a_read_after_a_quiet_spell_is_a_batch_at_once(monkeypatch, sent):
+    """A batch waits FLUSH_SECONDS for more reads, except for a read that
+    comes QUIET_SECONDS after the one before it (the first, or a slow
+    stream's): no read is coming to share it."""
+    monkeypatch.setattr(recorder, "FLUSH_SECONDS", 2.0)
+    monkeypatch.setattr(recorder, "QUIET_SECONDS", 0.5)
+    recording = SocketRecording.open(stream_format="sse", title="quiet")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    assert await until(lambda: frames_of(sent, recording.slug) == [0], seconds=1.0)  # at once
+    recording.feed(chunk({"content": "a"}), time.monotonic())  # right after: it waits
+    assert not await until(lambda: len(frames_of(sent, recording.slug)) > 1, seconds=1.0)
+    finished = await recording.finish()  # (the end takes what waits)
+    assert finished is not None and frames_of(sent, recording.slug) == [0, 1]
+    later = SocketRecording.open(stream_format="sse", title="quiet")
+    assert await later.ready()
+    for delta in ({"tool_calls": [HEADER]}, {"content": "a"}):
+        await asyncio.sleep(0.6)  # more than QUIET_SECONDS between them
+        later.feed(chunk(delta), time.monotonic())
+        count = len(frames_of(sent, later.slug))
+        assert await until(lambda c=count: len(frames_of(sent, later.slug)) == c + 1, seconds=1.0)
+    await later.finish()
