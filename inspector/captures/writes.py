@@ -253,8 +253,9 @@ def own_connection_step() -> Iterator[None]:
     and a batch's statements (its frames, the dialect once known) commit one
     by one: when one fails, as when any batch fails, the caller calls
     `CaptureWriter.lost_writes` and the close writes every call's fragments
-    again.  `own_connection_done` before the close, whose last commit waits
-    and so makes every batch before it durable (the side lane's too: it has
+    again.  The close's last commit waits for the disk (`own_connection_done`
+    before it, or a connection of its own that never stopped waiting), and
+    so makes every batch before it durable (the side lane's too: it has
     stopped, its last COPY committed, before the close begins).  Elsewhere (SQLite, inside a
     transaction, or with Django's pool of connections, which would hand the
     session's setting on to another request): `write_step`."""

@@ -319,7 +319,7 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.recording is not None and not self.closed:
             self.closed = True
-            await self.recording.finish()
+            await asyncio.shield(self.recording.finish())  # (daphne may cancel us)
 
     async def _open(self, options: Any) -> None:
         if self.recording is not None:
@@ -372,7 +372,7 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
 
     async def _finish(self) -> None:
         """Close the capture and say how it ended."""
-        finished = await self.recording.finish()
+        finished = await asyncio.shield(self.recording.finish())
         if finished is None:
             await self._error("the capture could not be stored")
             return

@@ -38,11 +38,11 @@ from inspector.captures import dialects, models
 from inspector.captures.ingest_chunks import add_chunk, drop_chunks
 from inspector.captures.pages.live_cards import RENDER_INTERVAL
 from inspector.captures.store import open_capture
-from inspector.captures.writes import writing
+from inspector.captures.writes import own_connection_done, writing
 
 from . import attempts, broadcast, recording_threads, redact
 from .broadcast import FramesMessage, SnapshotMessage
-from .recording_threads import close_connection
+from .recording_threads import close_connection, mend_connection
 from .session import LiveCapture
 
 logger = logging.getLogger(__name__)
@@ -155,7 +155,8 @@ class Recorder:
     source = models.Capture.Source.INGEST
     dialect = AUTO_DIALECT  # the wire format, when the intake was told it
     hint: str | None = None  # the dialect the request's route names
-    # Whether the recording writes in a thread of its own (`_in_thread`).
+    # Whether the recording writes in the process's batch threads (`_in_thread`),
+    # not in its request's.
     own_thread = False
     # Whether its viewers connect to this process (`recording_of`).
     viewed_here = True
@@ -230,6 +231,7 @@ class Recorder:
     def _create(self) -> None:
         if self._thread is not None:  # a batch thread's connection, maybe long open
             connection.close_if_unusable_or_obsolete()
+            own_connection_done()  # (its commit waits for the disk: "opened" follows)
         with writing(), transaction.atomic():
             capture = self.open_capture()
             if self.hint:
@@ -345,6 +347,7 @@ class Recorder:
         """What is due, in the side lane's thread: the fragments, then the
         cards held back or those the throttle lets out (`due_cards` says,
         under the lock); their message, if any."""
+        mend_connection()
         live = self.live
         if live.fragments_due:
             try:
@@ -404,6 +407,8 @@ class Recorder:
     def _append(self, reads: list[tuple[bytes, float]], end: bool) -> dict[str, Any] | None:
         """Store the reads (secrets scrubbed; at the end, also what the
         scrubber held back): the batch's message, or None."""
+        if self._thread is not None:
+            mend_connection()
         scrubbed = [(self._scrubber.feed(data), arrived) for data, arrived in merge_reads(reads)]
         if end:
             scrubbed.append((self._scrubber.flush(), reads[-1][1] if reads else time.monotonic()))
@@ -445,14 +450,15 @@ class Recorder:
     async def _close(self, meta: dict[str, Any]) -> dict[str, Any] | None:
         """`close_sync`: a proxied recording's in its request's thread; one
         that wrote in a batch thread gives it back and closes in a thread of
-        the loop's executor (that thread's connection closed after), so that
-        a long close (a long stream's) does not hold up the batches of the
-        recordings that share the batch thread."""
+        `recording_threads.CLOSES` (that thread's connection closed after), so
+        that a long close (a long stream's) does not hold up the batches of
+        the recordings that share the batch thread."""
         if self._thread is None:
             return await self._in_thread(self.close_sync)(meta)
         self._give_back_thread()
         apart = functools.partial(_then_closing_connection, self.close_sync)
-        return await sync_to_async(apart, thread_sensitive=False)(meta)
+        closes = recording_threads.CLOSES
+        return await sync_to_async(apart, thread_sensitive=False, executor=closes)(meta)
 
     def _give_back_thread(self) -> None:
         """Done with the batch thread (once)."""

@@ -17,9 +17,10 @@ recordings that share a thread share its connection, one after another: a
 step leaves no transaction open (a batch is autocommitted statements, or
 one transaction), and a recording checks the connection when it opens
 (`close_if_unusable_or_obsolete`).  It is closed once no recording uses
-the thread.  What sharing costs: one recording's long step (a long call's
-card) delays the steps of the others on its thread; the longest, a long
-stream's close, runs apart (`recorder.Recorder._close`).
+the thread, and closed before a step when an error left it unusable
+(`mend_connection`).  What sharing costs: one recording's long step (a
+long call's card) delays the steps of the others on its thread; the
+longest, a long stream's close, runs apart (CLOSES).
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ def close_connection() -> None:
     connection.close()
 
 
+def mend_connection() -> None:
+    """Close this thread's connection if an error left it unusable (a
+    database restarted, a connection timed out): the next statement opens
+    another.  Asked before each step, so a thread that always serves some
+    recording does not keep a broken connection; only after an error
+    (`errors_occurred`), so a step costs no round trip."""
+    if connection.errors_occurred and not connection.is_usable():
+        connection.close()
+
+
 # A recording's batches (its frames' writes, its opening) and its side lane.
 BATCHES = SharedThreads("recorder")
 SIDE_LANES = SharedThreads("recorder-side")
+# The closes of the recordings that wrote in BATCHES, each on its thread's
+# connection, closed after it: not the loop's default executor, whose threads
+# also read viewers' pages and run minimizations.
+CLOSES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recorder-close")

@@ -113,10 +113,11 @@ class LiveCapture:
         # `due_cards`); `_closing` answers a joiner at once while the close holds it.
         self._lock = threading.Lock()
         self._closing = False
-        # `own_connection` (a recorder's): appended to and closed by one thread,
-        # and its fragments written by another (the recorder's side lane), each
-        # on a connection nothing else writes through: their steps are
-        # `writes.own_connection_step`s.
+        # `own_connection` (a recorder's): appended to by one thread, its
+        # fragments written by another (the recorder's side lane), each on that
+        # thread's connection, which other recordings' steps may share, one
+        # after another (`live.recording_threads`), but no other request: their
+        # steps are `writes.own_connection_step`s.
         self._own_connection = own_connection
         # Whether the side lane has work, as the last `append_reads` found it
         # under the lock (the event loop reads it: a bool, no set iterated).
@@ -224,8 +225,8 @@ class LiveCapture:
     def store_fragments(self) -> None:
         """A recorder's started calls' new fragments (every
         FRAGMENT_SECONDS), apart from its batches: taken under the lock and
-        written outside it by the recorder's side lane, on a connection of
-        its own, while the frames' batches go on (the viewers are told of
+        written outside it by the recorder's side lane, on its thread's
+        connection, while the frames' batches go on (the viewers are told of
         frames; the fragments' COPY need not delay them).  When it fails,
         the close writes every call's fragments again."""
         with self._lock:

@@ -13,6 +13,7 @@ import time
 
 import orjson
 import pytest
+from django.db import connection, connections
 
 from inspector.live import broadcast, recorder, recording_threads
 from inspector.live.recorder import SocketRecording
@@ -169,21 +170,46 @@ async def test_a_read_after_a_quiet_spell_is_a_batch_at_once(monkeypatch, sent):
     """A batch waits FLUSH_SECONDS for more reads, except for a read that
     comes QUIET_SECONDS after the one before it (the first, or a slow
     stream's): no read is coming to share it."""
-    monkeypatch.setattr(recorder, "FLUSH_SECONDS", 2.0)
+    monkeypatch.setattr(recorder, "FLUSH_SECONDS", 3.0)
     monkeypatch.setattr(recorder, "QUIET_SECONDS", 0.5)
     recording = SocketRecording.open(stream_format="sse", title="quiet")
     assert await recording.ready()
-    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    first = time.monotonic()
+    recording.feed(chunk({"tool_calls": [HEADER]}), first)
     assert await until(lambda: frames_of(sent, recording.slug) == [0], seconds=1.0)  # at once
-    recording.feed(chunk({"content": "a"}), time.monotonic())  # right after: it waits
+    recording.feed(chunk({"content": "a"}), first + 0.001)  # right after it: it waits
     assert not await until(lambda: len(frames_of(sent, recording.slug)) > 1, seconds=1.0)
     finished = await recording.finish()  # (the end takes what waits)
     assert finished is not None and frames_of(sent, recording.slug) == [0, 1]
     later = SocketRecording.open(stream_format="sse", title="quiet")
     assert await later.ready()
-    for delta in ({"tool_calls": [HEADER]}, {"content": "a"}):
-        await asyncio.sleep(0.6)  # more than QUIET_SECONDS between them
-        later.feed(chunk(delta), time.monotonic())
-        count = len(frames_of(sent, later.slug))
-        assert await until(lambda c=count: len(frames_of(sent, later.slug)) == c + 1, seconds=1.0)
+    now = time.monotonic()
+    # Arrival times a second apart (more than QUIET_SECONDS), the second one now.
+    for number, (delta, arrived) in enumerate(
+        [({"tool_calls": [HEADER]}, now - 1.0), ({"content": "a"}, now)]
+    ):
+        later.feed(chunk(delta), arrived)
+        assert await until(lambda n=number: len(frames_of(sent, later.slug)) == n + 1, seconds=1.0)
     await later.finish()
+
+
+@pytest.mark.asyncio
+async def test_a_batch_threads_broken_connection_is_opened_again(monkeypatch, sent):
+    """A thread keeps its connection while any recording uses it: when an
+    error left it unusable (a database restart), the next step opens another
+    rather than fail every recording on the thread."""
+    recording = SocketRecording.open(stream_format="sse", title="broken")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    assert await until(lambda: frames_of(sent, recording.slug) == [0])
+
+    def break_connection() -> None:  # as a database restart leaves it
+        connection.connection.close()
+        connection.errors_occurred = True
+
+    monkeypatch.setattr(type(connections["default"]), "is_usable", lambda wrapper: False)
+    await recording._in_thread(break_connection)()
+    recording.feed(chunk({"content": "a"}), time.monotonic())
+    assert await until(lambda: frames_of(sent, recording.slug) == [0, 1])
+    finished = await recording.finish()
+    assert finished is not None and finished["type"] == "capture.finished"
