@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from live_helpers import SECRET_MARK, text_stream, wait_for
 
+from inspector.live import broadcast
 from inspector.live.fake_upstream import DEFAULT_SCENARIOS, FakeUpstream
 
 
@@ -39,6 +40,18 @@ def scenarios_dir(tmp_path_factory) -> Path:
     shutil.copy(out / "weather-jsonl.jsonl", out / "raw-jsonl.jsonl")
     (out / "raw-jsonl.json").write_text(json.dumps({"serve_as": "jsonl"}))
     return out
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[dict]:
+    """Every message a recording publishes to its viewers (`broadcast.send`), in order."""
+    messages: list[dict] = []
+
+    async def spy(group: str, message: dict) -> None:
+        messages.append(message)
+
+    monkeypatch.setattr(broadcast, "send", spy)
+    return messages
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from django.db import connection, connections
 
-from inspector.live import broadcast, recorder, recording_threads
+from inspector.live import recorder, recording_threads
 from inspector.live.recorder import SocketRecording
 from inspector.live.recording_threads import SharedThreads
 from inspector.live.session import LiveCapture
@@ -35,17 +35,6 @@ async def until(condition, seconds: float = 5.0) -> bool:
     while not condition() and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     return condition()
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[dict]:
-    messages: list[dict] = []
-
-    async def spy(group: str, message: dict) -> None:
-        messages.append(message)
-
-    monkeypatch.setattr(broadcast, "send", spy)
-    return messages
 
 
 def frames_of(sent: list[dict], slug: str) -> list[int]:

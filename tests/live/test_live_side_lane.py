@@ -18,7 +18,6 @@ from django.db import connection
 from inspector.captures import models
 from inspector.captures.pages import live_cards
 from inspector.captures.writer import CaptureWriter
-from inspector.live import broadcast
 from inspector.live.recorder import SocketRecording
 from inspector.live.session import LiveCapture
 
@@ -49,17 +48,6 @@ def batches(sent: list[dict]) -> list[dict]:
 
 def frames_sent(sent: list[dict]) -> list[int]:
     return [f["number"] for m in batches(sent) for f in m["frames"]]
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[dict]:
-    messages: list[dict] = []
-
-    async def spy(group: str, message: dict) -> None:
-        messages.append(message)
-
-    monkeypatch.setattr(broadcast, "send", spy)
-    return messages
 
 
 @pytest.mark.asyncio
