@@ -27,8 +27,10 @@ from inspector.assembly import AUTO_DIALECT, DIALECTS, FORMATS, HAR
 from inspector.captures import models
 from inspector.captures.uploads import TooLarge, check_total_size
 
+from . import recording_process
 from .broadcast import LIST_GROUP, capture_group, split_batch
-from .recorder import Recorder, SocketRecording, recording_of
+from .recorder import Recorder, SocketRecording, keep, recording_of
+from .recording_process import RemoteSocketRecording
 from .snapshot import DONE, SnapshotPager, missed_message, page_size, stored_progress
 
 logger = logging.getLogger(__name__)
@@ -273,9 +275,10 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
     (`closed`) and the socket closed with 1009.
     """
 
-    # Its reads only queue: the recording writes in a batch thread (`recording_threads`).
+    # Its reads only queue: the recording writes in a batch thread (`recording_threads`),
+    # or in the recording process with INSPECTOR_RECORDING_PROCESS (`recording_process`).
     no_database = frozenset({"websocket.receive"})
-    recording: SocketRecording | None = None
+    recording: SocketRecording | RemoteSocketRecording | None = None
     closed = False
     received = 0  # bytes appended: held to INSPECTOR_MAX_UPLOAD_BYTES in all
 
@@ -335,12 +338,31 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
             await self._error(f"dialect is one of {', '.join((*DIALECTS, AUTO_DIALECT))}")
             return
         title = str(options.get("title") or "ingest")
-        self.recording = SocketRecording.open(stream_format=fmt, title=title, dialect=dialect)
+        how = {"stream_format": fmt, "title": title, "dialect": dialect}
+        remote = await recording_process.open_remote_socket(**how)
+        self.recording = remote or SocketRecording.open(**how)
         if not await self.recording.ready():
             self.closed = True
             await self._error("the capture could not be stored")
             return
+        if remote is not None:
+            remote.done.add_done_callback(self._ended_there)
         await self._send({"type": "opened", "slug": self.recording.slug, "url": self.recording.url})
+
+    def _ended_there(self, done: asyncio.Future) -> None:
+        if not self.closed:  # the recording process is gone: say so rather than drop frames
+            keep(asyncio.get_running_loop().create_task(self._lost_there()))
+
+    async def _lost_there(self) -> None:
+        """The recording process died while the stream flowed: the client is
+        told the capture ends with what was stored (`recover_live` closes
+        it), and the socket is closed (1011), so it stops sending into
+        nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        await self._error("the recording process is gone: the capture holds what it stored")
+        await self.close(code=1011)
 
     async def _append(self, data: bytes) -> None:
         if self.recording is None or self.closed:

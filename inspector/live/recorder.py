@@ -602,17 +602,31 @@ class SocketRecording(Recorder):
 
     own_thread = True
 
-    def __init__(self, *, stream_format: str, title: str, dialect: str = AUTO_DIALECT) -> None:
-        super().__init__(PinnedClock())
+    def __init__(
+        self,
+        *,
+        stream_format: str,
+        title: str,
+        dialect: str = AUTO_DIALECT,
+        slug: str | None = None,
+    ) -> None:
+        super().__init__(PinnedClock(), slug=slug)
         self.stream_format = stream_format
         self.title = title
         self.dialect = dialect
 
     @classmethod
     def open(
-        cls, *, stream_format: str, title: str, dialect: str = AUTO_DIALECT
+        cls,
+        *,
+        stream_format: str,
+        title: str,
+        dialect: str = AUTO_DIALECT,
+        slug: str | None = None,
     ) -> SocketRecording:
-        recording = cls(stream_format=stream_format, title=title, dialect=dialect)
+        """Start recording (see `Recorder.start`); `slug`: the capture's, when
+        the socket's process named it (`recording_process`)."""
+        recording = cls(stream_format=stream_format, title=title, dialect=dialect, slug=slug)
         recording.start()
         return recording
 

@@ -1,5 +1,6 @@
-"""A recording process: the proxy's relay in one process, its recordings in
-another (`INSPECTOR_RECORDING_PROCESS`, with the Redis channel layer).
+"""A recording process: the proxy's relay and the ingest websocket in one
+process, their recordings in another (`INSPECTOR_RECORDING_PROCESS`, with the
+Redis channel layer).
 
 In one interpreter, a relay at 5,000 frames/s and its recording queue for
 one lock: the relay's reads (httpx, Django's response, daphne's writes)
@@ -7,13 +8,19 @@ and the recording's batches (assembly, rows, COPY) each wait for the other,
 and the viewers' tail was that wait (bench/README.md, issue 13's tenth and
 thirteenth stops).  Here each daphne process that has the setting starts
 one child (`python -m django record_relays`, `recording_worker`) at its start, joined
-by a socket pair; a relayed stream's reads go to the child as they arrive
-(one `send` each), and the child records them with the same `Recording` as
-in process: its batches, its viewers' messages (through Redis), its close.
+by a socket pair; a relayed stream's reads, and an ingest socket's messages,
+go to the child as they arrive (one `send` each), and the child records them
+with the same `Recording` (`SocketRecording`) as in process: its batches,
+its viewers' messages (through Redis), its close.  The ingest socket's
+messages are read the same way: daphne's side is a websocket's frames,
+parsed in its interpreter, and the recording's batches beside them queued
+for the same lock.
 
 `RemoteRecording` is the relay's side of one such recording: `feed`,
 `finish` and `headers` as `Recording`'s, and `snapshot` for a viewer who
-joins on the relay's process (asked of the child: its rows are kept there).
+joins on the relay's process (asked of the child: its rows are kept there);
+`RemoteSocketRecording` is an ingest socket's (`ready`, `slug`, `url`,
+`feed`, `finish`, as `SocketRecording`'s).
 When the child is gone (it died, or could not start), new streams are
 recorded in process as without the setting, and the streams it was
 recording go on unrecorded; the captures it left open are closed by
@@ -35,12 +42,14 @@ import socket
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
+from django.urls import reverse
 
 from inspector.captures import models
 
@@ -53,6 +62,9 @@ logger = logging.getLogger(__name__)
 OPEN, FEED, FINISH, SNAPSHOT = 1, 2, 3, 4
 # Recording process -> relay.
 OPENED, FINISHED, SNAPSHOT_TAKEN = 11, 12, 13
+# What an OPEN starts there (its body's "kind"): a relayed response's recording, or an
+# ingest socket's.
+RELAY, SOCKET = "relay", "socket"
 
 # How long a viewer's snapshot may take there before the viewer reads the database.
 SNAPSHOT_SECONDS = 2.0
@@ -90,7 +102,7 @@ class RecordingProcess:
         self.child = child
         self._writer: asyncio.StreamWriter | None = None
         self._connecting: asyncio.Future | None = None
-        self._recordings: dict[int, RemoteRecording] = {}
+        self._recordings: dict[int, RemoteRecorder] = {}
         self._snapshots: dict[int, asyncio.Future] = {}
         self._tags = itertools.count(1)
         self.gone = False
@@ -110,19 +122,30 @@ class RecordingProcess:
         """Start recording a relayed stream there (`how`: `Recording.open`'s
         `stream_format`, `http_status`, `started`); None when the process is
         gone (record in process)."""
+        opening = {"kind": RELAY, "out": stored_part(out), **how}
+        return await self._open(lambda tag: RemoteRecording(self, tag, out), opening)
+
+    async def open_socket(self, **how: Any) -> RemoteSocketRecording | None:
+        """Start recording an ingest socket's stream there (`how`:
+        `SocketRecording.open`'s); None when the process is gone."""
+        opening = {"kind": SOCKET, **how}
+        return await self._open(lambda tag: RemoteSocketRecording(self, tag), opening)
+
+    async def _open(
+        self, recording_of_tag: Callable[[int], RemoteRecorder], opening: dict[str, Any]
+    ) -> Any:
         if self.child is not None and self.child.poll() is not None and not self.gone:
             self._lost()  # (it died before saying so: its socket's end not read yet)
         if not await self._connected():
             return None
         tag = next(self._tags)
-        recording = RemoteRecording(self, tag, out)
+        recording = recording_of_tag(tag)
         self._recordings[tag] = recording
         # A viewer who joins at once (the response's headers name the capture)
         # waits there for the capture's creation, then gets its snapshot from
         # memory; from the database, its first page took tens of milliseconds.
         register(recording.slug, recording)
-        opening = {"out": stored_part(out), "slug": recording.slug, **how}
-        self._send(OPEN, tag, pickle.dumps(opening))
+        self._send(OPEN, tag, pickle.dumps({**opening, "slug": recording.slug}))
         return recording
 
     def feed(self, tag: int, data: bytes, arrived: float) -> None:
@@ -234,23 +257,20 @@ class RecordingProcess:
             self._sock.close()
 
 
-class RemoteRecording:
-    """A relayed stream recorded by the recording process: the relay's
-    `Recording` (`feed`, `finish`, `headers`, `out`), and a viewer's
-    `snapshot` while it records (`recorder.recording_of`)."""
+class RemoteRecorder:
+    """The relay's process's side of a recording there: `feed` and `finish`
+    as a `Recorder`'s, `ready`, and a viewer's `snapshot` while it records
+    (`recorder.recording_of`)."""
 
-    def __init__(self, process: RecordingProcess, tag: int, out: StoredRequest) -> None:
+    def __init__(self, process: RecordingProcess, tag: int) -> None:
         self._process = process
         self._tag = tag
-        self.out = out
         self.slug = models.new_slug()
-        # A streamed response goes out before the attempt is numbered.
-        self.retry_chain = attempts.chain_from_header(out.chain_header)
-        self._done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.url = reverse("capture", args=[self.slug])
+        loop = asyncio.get_running_loop()
+        self._opened: asyncio.Future = loop.create_future()
+        self._done: asyncio.Future = loop.create_future()
         self._finish_sent = False
-
-    def headers(self) -> dict[str, str]:
-        return capture_headers(self.slug, self.retry_chain, None)
 
     def feed(self, data: bytes, arrived: float) -> None:
         self._process.feed(self._tag, data, arrived)
@@ -264,6 +284,17 @@ class RemoteRecording:
             self._process.finish(self._tag, meta)
         return self._done
 
+    @property
+    def done(self) -> asyncio.Future:
+        """Resolved when the recording there has ended: its closing message,
+        or None (closing failed, or the process is gone)."""
+        return self._done
+
+    async def ready(self) -> bool:
+        """Wait until the capture exists there; False when it could not be
+        created (or the process is gone)."""
+        return await asyncio.shield(self._opened)
+
     async def snapshot(self, after: int) -> Any:
         return await self._process.snapshot(self._tag, after)
 
@@ -272,11 +303,34 @@ class RemoteRecording:
         unrecorded, as in process)."""
         if not ok:
             unregister(self.slug, self)
+        if not self._opened.done():
+            self._opened.set_result(ok)
 
     def finished(self, closing: dict[str, Any] | None) -> None:
         unregister(self.slug, self)
+        if not self._opened.done():
+            self._opened.set_result(False)
         if not self._done.done():
             self._done.set_result(closing)
+
+
+class RemoteRecording(RemoteRecorder):
+    """A relayed stream recorded by the recording process: the relay's
+    `Recording` (`feed`, `finish`, `headers`, `out`)."""
+
+    def __init__(self, process: RecordingProcess, tag: int, out: StoredRequest) -> None:
+        super().__init__(process, tag)
+        self.out = out
+        # A streamed response goes out before the attempt is numbered.
+        self.retry_chain = attempts.chain_from_header(out.chain_header)
+
+    def headers(self) -> dict[str, str]:
+        return capture_headers(self.slug, self.retry_chain, None)
+
+
+class RemoteSocketRecording(RemoteRecorder):
+    """An ingest socket's stream recorded by the recording process: the
+    socket's `SocketRecording` (`ready`, `slug`, `url`, `feed`, `finish`)."""
 
 
 # -- this server's recording process (INSPECTOR_RECORDING_PROCESS) ------------
@@ -307,3 +361,11 @@ async def open_remote(out: StoredRequest, **how: Any) -> RemoteRecording | None:
     if _process is None or _process.gone:
         return None
     return await _process.open(out, **how)
+
+
+async def open_remote_socket(**how: Any) -> RemoteSocketRecording | None:
+    """An ingest socket's recording in this server's recording process
+    (`how`: `SocketRecording.open`'s); None without one."""
+    if _process is None or _process.gone:
+        return None
+    return await _process.open_socket(**how)

@@ -1,5 +1,6 @@
 """The recording process's side (`recording_process`): relayed streams'
-reads in, recorded by `Recording` as in the relay's process.
+reads and ingest sockets' messages in, recorded by `Recording` and
+`SocketRecording` as in daphne's process.
 
 Run as `manage.py record_relays FD` by daphne's process
 (`recording_process.start`), FD its end of their socket pair.  When that
@@ -15,13 +16,14 @@ import pickle
 import socket
 from typing import Any
 
-from .recorder import Recording, keep
+from .recorder import Recorder, Recording, SocketRecording, keep
 from .recording_process import (
     FEED,
     FINISH,
     FINISHED,
     OPEN,
     OPENED,
+    RELAY,
     SNAPSHOT,
     SNAPSHOT_TAKEN,
     message,
@@ -44,6 +46,13 @@ class ChildRecording(Recording):
     viewed_here = False
 
 
+class ChildSocketRecording(SocketRecording):
+    """An ingest socket's stream recorded here; its viewers connect to the
+    socket's process, as a relayed stream's (`ChildRecording`)."""
+
+    viewed_here = False
+
+
 class Worker:
     """The recordings one relay process handed over, by tag.  Every message
     asking for an answer gets one, None when what it asked failed: the
@@ -51,7 +60,7 @@ class Worker:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
-        self._recordings: dict[int, Recording] = {}
+        self._recordings: dict[int, Recorder] = {}
         self._finishing: set[asyncio.Task] = set()
 
     def take(self, kind: int, tag: int, body: bytes) -> None:
@@ -74,7 +83,11 @@ class Worker:
                 recording.feed(*reversed(read_message_body(body)))
         elif kind == OPEN:
             how = pickle.loads(body)
-            recording = self._recordings[tag] = ChildRecording.open(how.pop("out"), **how)
+            if how.pop("kind") == RELAY:
+                recording = ChildRecording.open(how.pop("out"), **how)
+            else:
+                recording = ChildSocketRecording.open(**how)
+            self._recordings[tag] = recording
             self._then(self._opened(tag, recording))
         elif kind == FINISH:
             recording = self._recordings.pop(tag, None)
@@ -102,21 +115,21 @@ class Worker:
         if not self._writer.is_closing():
             self._writer.write(message(kind, tag, body))
 
-    async def _opened(self, tag: int, recording: Recording) -> None:
+    async def _opened(self, tag: int, recording: Recorder) -> None:
         ready = False
         try:
             ready = await recording.ready()
         finally:
             self._answer(OPENED, tag, ready)
 
-    async def _finished(self, tag: int, recording: Recording, meta: dict[str, Any]) -> None:
+    async def _finished(self, tag: int, recording: Recorder, meta: dict[str, Any]) -> None:
         closing = None
         try:
             closing = await recording.finish(**meta)
         finally:
             self._answer(FINISHED, tag, closing)
 
-    async def _snapshot(self, tag: int, recording: Recording | None, after: int) -> None:
+    async def _snapshot(self, tag: int, recording: Recorder | None, after: int) -> None:
         answer = None
         try:
             if recording is not None and await recording.ready():  # (asked at once, maybe)

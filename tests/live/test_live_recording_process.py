@@ -1,8 +1,8 @@
-"""The proxy's recordings in a process of their own (`recording_process`,
-`recording_worker`): what the relay feeds there is stored, published and
-closed as a recording in process would; a viewer on the relay's process
-gets its snapshot from there; and when that process is gone, nothing hangs
-and new streams are recorded in process.
+"""The proxy's and the ingest socket's recordings in a process of their own
+(`recording_process`, `recording_worker`): what the relay or the socket feeds
+there is stored, published and closed as a recording in process would; a
+viewer on the relay's process gets its snapshot from there; and when that
+process is gone, nothing hangs and new streams are recorded in process.
 
 Most tests run the recording process's side in this process and event loop
 (`recording_worker.serve` on the other end of a socket pair): the same code
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import pickle
 import signal
 import socket
 import threading
@@ -28,10 +30,15 @@ from django.core.exceptions import ImproperlyConfigured
 from live_helpers import chat_chunk as chunk
 
 from inspector.asgi import application
+from inspector.assembly import AUTO_DIALECT
 from inspector.captures import models
-from inspector.live import recording_process
-from inspector.live.recorder import Recording, StoredRequest, recording_of
-from inspector.live.recording_process import RecordingProcess, RemoteRecording
+from inspector.live import consumers, recording_process
+from inspector.live.recorder import Recording, SocketRecording, StoredRequest, recording_of
+from inspector.live.recording_process import (
+    RecordingProcess,
+    RemoteRecording,
+    RemoteSocketRecording,
+)
 from inspector.live.recording_worker import ChildRecording, serve
 from inspector.live.snapshot import SnapshotPager
 
@@ -57,6 +64,7 @@ def request() -> StoredRequest:
 
 
 HOW = {"stream_format": "sse", "http_status": 200}
+SOCKET_HOW = {"stream_format": "sse", "title": "pushed", "dialect": AUTO_DIALECT}
 
 
 @contextlib.asynccontextmanager
@@ -134,6 +142,128 @@ async def test_a_viewer_here_gets_its_snapshot_from_the_recording_process(monkey
         await comm.disconnect()
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_an_ingest_sockets_stream_recorded_there_is_stored_as_one_recorded_here():
+    pieces = [piece.replace(SECRET.encode(), b"a key") for piece in stream()]
+    async with process_here() as (process, _):
+        remote = await process.open_socket(**SOCKET_HOW)
+        assert isinstance(remote, RemoteSocketRecording)
+        assert await asyncio.wait_for(remote.ready(), 10)
+        assert remote.url.endswith(f"/{remote.slug}/")
+        for piece in pieces:
+            remote.feed(piece, time.monotonic())
+        closing = await asyncio.wait_for(remote.finish(), 10)
+    here = SocketRecording.open(**SOCKET_HOW)
+    for piece in pieces:
+        here.feed(piece, time.monotonic())
+    await asyncio.wait_for(here.finish(), 10)
+
+    there, mine = [await database_sync_to_async(stored)(r.slug) for r in (remote, here)]
+    assert closing is not None and closing["outcome"] == "ok" == there.outcome
+    assert (there.source, there.title) == ("ingest", "pushed") == (mine.source, mine.title)
+    assert there.frame_count == len(pieces) == mine.frame_count
+    assert bytes(there.raw) == bytes(mine.raw) == b"".join(pieces)
+    assert recording_of(remote.slug) is None  # no longer recording
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer_watches(
+    monkeypatch,
+):
+    """With a recording process, `/ws/ingest/` hands its stream there: nothing
+    is recorded in daphne's process, and a viewer there gets its snapshot
+    from the recording process's memory, then every later frame once."""
+
+    class NotHere:
+        @staticmethod
+        def open(**how):
+            raise AssertionError("recorded in the socket's process")
+
+    def no_page(self):
+        raise AssertionError("the snapshot was read from the database")
+
+    pieces = stream()
+    async with process_here() as (process, _):
+        monkeypatch.setattr(recording_process, "_process", process)
+        monkeypatch.setattr(consumers, "SocketRecording", NotHere)
+        ingest = WebsocketCommunicator(application, "/ws/ingest/")
+        assert (await ingest.connect(timeout=5))[0]
+        await ingest.send_json_to({"open": {"format": "sse", "title": "pushed"}})
+        opened = await ingest.receive_json_from(timeout=10)
+        assert opened["type"] == "opened", opened
+        slug = opened["slug"]
+        assert isinstance(recording_of(slug), RemoteSocketRecording)
+        for piece in pieces[:4]:
+            await ingest.send_to(bytes_data=piece)
+        deadline = time.monotonic() + 10
+        while not await _stored_frames(slug, 4) and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        monkeypatch.setattr(SnapshotPager, "next_page", no_page)
+        viewer = WebsocketCommunicator(application, f"/ws/captures/{slug}/?after=-1")
+        assert (await viewer.connect(timeout=5))[0]
+        snapshot = await viewer.receive_json_from(timeout=5)
+        assert snapshot["type"] == "snapshot"
+        assert [frame["number"] for frame in snapshot["frames"]] == [0, 1, 2, 3]
+        for piece in pieces[4:]:
+            await ingest.send_to(bytes_data=piece)
+        await ingest.send_json_to({"close": True})
+        closed = await ingest.receive_json_from(timeout=10)
+        assert (closed["type"], closed["slug"], closed["outcome"]) == ("closed", slug, "ok")
+        numbers, message = [], {"type": ""}
+        while message["type"] != "finished":
+            message = await viewer.receive_json_from(timeout=5)
+            numbers += [frame["number"] for frame in message["frames"]]
+        assert numbers == [4, 5, 6]
+        await viewer.disconnect()
+        await ingest.disconnect()
+    capture = await database_sync_to_async(stored)(slug)
+    assert capture.source == "ingest" and capture.frame_count == len(pieces)
+    assert capture.title == "pushed"
+    assert SECRET.encode() in bytes(capture.raw)  # an ingest socket's bytes are its own: kept
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_ingest_socket_whose_capture_fails_to_open_there_is_told(monkeypatch):
+    from inspector.live import recording_worker
+
+    def failing(**how):
+        raise RuntimeError("no capture")
+
+    monkeypatch.setattr(recording_worker.ChildSocketRecording, "open", failing)
+    async with process_here() as (process, serving):
+        monkeypatch.setattr(recording_process, "_process", process)
+        ingest = WebsocketCommunicator(application, "/ws/ingest/")
+        assert (await ingest.connect(timeout=5))[0]
+        await ingest.send_json_to({"open": {"format": "sse"}})
+        answer = await ingest.receive_json_from(timeout=10)
+        assert answer == {"type": "error", "error": "the capture could not be stored"}
+        await ingest.disconnect()
+        assert not serving.done() and not process.gone
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_ingest_socket_is_told_and_closed_when_the_recording_process_dies(monkeypatch):
+    ours, theirs = socket.socketpair()
+    process = RecordingProcess(ours)
+    monkeypatch.setattr(recording_process, "_process", process)
+    ingest = WebsocketCommunicator(application, "/ws/ingest/")
+    assert (await ingest.connect(timeout=5))[0]
+    await ingest.send_json_to({"open": {"format": "sse"}})
+    await asyncio.sleep(0.05)
+    # The other end: the capture opened (the first tag), then the process dies.
+    theirs.sendall(recording_process.message(recording_process.OPENED, 1, pickle.dumps(True)))
+    assert (await ingest.receive_json_from(timeout=5))["type"] == "opened"
+    await ingest.send_to(bytes_data=stream()[0])
+    theirs.close()
+    told = await ingest.receive_json_from(timeout=5)
+    assert told == {
+        "type": "error",
+        "error": "the recording process is gone: the capture holds what it stored",
+    }
+    assert await ingest.receive_output(timeout=5) == {"type": "websocket.close", "code": 1011}
+    assert process.gone
+
+
 async def _stored_frames(slug: str, count: int) -> bool:
     capture = await database_sync_to_async(stored)(slug)
     return capture is not None and await database_sync_to_async(capture.frames.count)() >= count
@@ -198,17 +328,23 @@ async def test_when_the_recording_process_dies_nothing_waits_on_it(monkeypatch):
     remote.feed(stream()[0], time.monotonic())
     finishing = remote.finish()
     snapshot = asyncio.ensure_future(remote.snapshot(-1))
+    pushed = await process.open_socket(**SOCKET_HOW)
+    opening = asyncio.ensure_future(pushed.ready())
     await asyncio.sleep(0.05)
     assert not finishing.done() and not snapshot.done()  # (waiting for answers)
+    assert not opening.done()
     theirs.close()  # the process dies
     assert await asyncio.wait_for(finishing, 5) is None
     assert await asyncio.wait_for(snapshot, 5) is None
+    assert await asyncio.wait_for(opening, 5) is False  # the socket is told: not stored
     assert process.gone
     remote.feed(stream()[1], time.monotonic())  # a read after that: dropped, no error
     assert await process.open(request(), **HOW, started=time.monotonic()) is None
+    assert await process.open_socket(**SOCKET_HOW) is None
     # The server's own: new streams are recorded in process.
     monkeypatch.setattr(recording_process, "_process", process)
     assert await recording_process.open_remote(request(), **HOW, started=0.0) is None
+    assert await recording_process.open_remote_socket(**SOCKET_HOW) is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -291,7 +427,9 @@ ON_POSTGRESQL_AND_REDIS = bool(os.environ.get("REDIS_URL")) and os.environ.get(
 
 
 @pytest.mark.skipif(not ON_POSTGRESQL_AND_REDIS, reason="needs PostgreSQL and REDIS_URL")
-def test_daphne_records_proxied_streams_in_its_recording_process(daphne_process, transactional_db):
+def test_daphne_records_proxied_and_pushed_streams_in_its_recording_process(
+    daphne_process, transactional_db
+):
     from live_helpers import SdkStream, Viewer, wait_for, ws_url
 
     from inspector.live.fake_upstream import FakeUpstream
@@ -354,6 +492,29 @@ def test_daphne_records_proxied_streams_in_its_recording_process(daphne_process,
         assert sorted(set(numbers)) == list(range(len(expected.frames)))
         assert bytes(closed(slug).raw) == expected.raw
         assert "recording process is gone" not in server.log.read_text()
+
+        # An ingest socket's stream is recorded by the child too: while it is stopped,
+        # none of the stream's frames is stored; once it goes on, the capture is whole.
+        from websockets.sync.client import connect
+
+        pushed = expected.raw
+        with connect(ws_url(server.url, "/ws/ingest/"), open_timeout=10) as ingest:
+            ingest.send('{"open": {"format": "sse", "title": "pushed"}}')
+            opened = json.loads(ingest.recv(timeout=15))
+            assert opened["type"] == "opened", opened
+            os.kill(child, signal.SIGSTOP)
+            try:
+                ingest.send(pushed)
+                ingest.send('{"close": true}')
+                time.sleep(1.0)
+                capture = models.Capture.objects.get(slug=opened["slug"])
+                assert capture.frame_count == 0 and capture.finished is None
+            finally:
+                os.kill(child, signal.SIGCONT)
+            answer = json.loads(ingest.recv(timeout=15))
+        assert (answer["type"], answer["outcome"]) == ("closed", "ok"), answer
+        capture = closed(opened["slug"])
+        assert capture.source == "ingest" and bytes(capture.raw) == pushed
 
         # The child dies: the next stream is relayed and recorded in process.
         os.kill(child, signal.SIGKILL)
