@@ -229,10 +229,10 @@ INSPECTOR_LIVE_STALE_SECONDS = float(os.environ.get("INSPECTOR_LIVE_STALE_SECOND
 # Every daphne process closes live captures idle that long (a dead process's), at start and
 # every half stale time (inspector/live/recovery.py); 0 leaves it to `manage.py recover_live`.
 INSPECTOR_RECOVER_LIVE = _env_bool("INSPECTOR_RECOVER_LIVE", True)
-# The proxy's recordings in a process of their own beside each daphne process, so that a
-# fast stream's relay and its recording don't queue for one interpreter
-# (inspector/live/recording_process.py, docs/deployment.md).  Its viewers' messages go
-# through Redis: daphne refuses to start with it and no REDIS_URL.
+# The proxy's and the ingest websocket's recordings in a process of their own beside each
+# daphne process, so that a fast stream's relay and its recording don't queue for one
+# interpreter (inspector/live/recording_process.py, docs/deployment.md).  Its viewers'
+# messages go through Redis: daphne refuses to start with it and no REDIS_URL.
 INSPECTOR_RECORDING_PROCESS = _env_bool("INSPECTOR_RECORDING_PROCESS", False)
 # Threads a process's websocket recordings write their batches in, and as many for their
 # side lanes (fragments, cards): shared by its recordings (inspector/live/recording_threads.py).

@@ -15,7 +15,7 @@ from inspector.live.recording_worker import serve
 
 
 class Command(BaseCommand):
-    help = "Record the streams a daphne process relays (started by that process)."
+    help = "Record the streams a daphne process relays or is pushed (started by that process)."
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
