@@ -42,6 +42,8 @@ from server import cpu_seconds
 from server import daphne as daphne_server
 from websockets.asyncio.client import connect
 
+from inspector.deploy import env_bool
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99_MS = 20.0  # issue 13
 TARGET_DONE_MS = 100.0  # the viewer has the last frame this soon after it was sent
@@ -266,7 +268,13 @@ def summary(results: list[dict], args: argparse.Namespace) -> dict:
         "viewer_process": "second daphne" if args.viewer_process else "same daphne",
         "processes": max(1, args.processes),
         "warm_up_frames": args.warm_up,
+        "recording_process": _recording_process(),
     }
+
+
+def _recording_process() -> bool:
+    """Whether daphne records in a recording process (the environment it is given)."""
+    return env_bool(os.environ, "INSPECTOR_RECORDING_PROCESS", False)
 
 
 def report(figures: dict, args: argparse.Namespace) -> bool:
@@ -286,7 +294,8 @@ def report(figures: dict, args: argparse.Namespace) -> bool:
     how = f"{args.batch_ms:g} ms reads per message" if args.batch_ms else "one frame per message"
     where = f"{figures['processes']} daphne processes" if figures["processes"] > 1 else ""
     warm = f", after a capture of {args.warm_up} frames" if args.warm_up else ""
-    print(f"  {how}, {where or figures['viewer_process']}, {figures['database']}{warm}")
+    recorded = ", a recording process" if figures["recording_process"] else ""
+    print(f"  {how}, {where or figures['viewer_process']}, {figures['database']}{recorded}{warm}")
     print(
         f"  viewer messages {figures['viewer_messages']}  outcome {figures['outcome']}  "
         f"viewer had the last frame {figures['done_after_last_frame_ms']} ms after it was sent; "
