@@ -15,6 +15,7 @@ import orjson
 import pytest
 from django.db import connection, connections
 
+from inspector.captures import models
 from inspector.live import recorder, recording_threads
 from inspector.live.recorder import SocketRecording
 from inspector.live.recording_threads import SharedThreads
@@ -202,3 +203,45 @@ async def test_a_batch_threads_broken_connection_is_opened_again(monkeypatch, se
     assert await until(lambda: frames_of(sent, recording.slug) == [0, 1])
     finished = await recording.finish()
     assert finished is not None and finished["type"] == "capture.finished"
+
+
+@pytest.mark.asyncio
+async def test_a_side_lanes_broken_connection_is_opened_again(monkeypatch, sent):
+    """As a batch thread's: the side lane's next step after an error left
+    its connection unusable opens another, and the calls' fragments are
+    written as the stream goes again (not only by the close)."""
+    recording = SocketRecording.open(stream_format="sse", title="broken side")
+    assert await recording.ready()
+    recording.feed(chunk({"tool_calls": [HEADER]}), time.monotonic())
+    assert await until(lambda: stored_fragment_count(recording.slug) == 1)
+
+    def break_connection() -> None:  # as a database restart leaves it
+        connection.connection.close()
+        connection.errors_occurred = True
+
+    await asyncio.get_running_loop().run_in_executor(recording._side, break_connection)
+    with monkeypatch.context() as patched:
+        patched.setattr(type(connections["default"]), "is_usable", lambda wrapper: False)
+        piece = {"tool_calls": [{"index": 0, "function": {"arguments": "more"}}]}
+        recording.feed(chunk(piece), time.monotonic())
+        assert await until(lambda: stored_fragment_count(recording.slug) == 2)  # not the close's
+    finished = await recording.finish()
+    assert finished is not None and finished["type"] == "capture.finished"
+    assert stored_fragment_count(recording.slug) == 2
+
+
+def stored_fragment_count(slug: str) -> int:
+    """The capture's fragment rows, read in a thread of its own (the test's
+    loop thread must not hold a connection that the side lane waits for)."""
+    counted: list[int] = []
+
+    def count() -> None:
+        try:
+            counted.append(models.Fragment.objects.filter(capture__slug=slug).count())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    thread.join()
+    return counted[0]
