@@ -272,7 +272,10 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
     capture with what it received.  A capture is held to
     INSPECTOR_MAX_UPLOAD_BYTES: the message that would take it past the
     limit is refused with an error, the capture closed with what it holds
-    (`closed`) and the socket closed with 1009.
+    (`closed`) and the socket closed with 1009.  With a recording process
+    (INSPECTOR_RECORDING_PROCESS) the stream is recorded there; if that
+    process dies mid-stream, the socket gets an error and is closed with
+    1011.
     """
 
     # Its reads only queue: the recording writes in a batch thread (`recording_threads`),
@@ -343,6 +346,7 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
         self.recording = remote or SocketRecording.open(**how)
         if not await self.recording.ready():
             self.closed = True
+            await asyncio.shield(self.recording.finish())  # (ends its task, here or there)
             await self._error("the capture could not be stored")
             return
         if remote is not None:

@@ -11,10 +11,9 @@ one child (`python -m django record_relays`, `recording_worker`) at its start, j
 by a socket pair; a relayed stream's reads, and an ingest socket's messages,
 go to the child as they arrive (one `send` each), and the child records them
 with the same `Recording` (`SocketRecording`) as in process: its batches,
-its viewers' messages (through Redis), its close.  The ingest socket's
-messages are read the same way: daphne's side is a websocket's frames,
-parsed in its interpreter, and the recording's batches beside them queued
-for the same lock.
+its viewers' messages (through Redis), its close.  An ingest socket has the
+same contention: daphne parses its websocket frames, and in process the
+recording's batches queued beside them for one lock.
 
 `RemoteRecording` is the relay's side of one such recording: `feed`,
 `finish` and `headers` as `Recording`'s, and `snapshot` for a viewer who
@@ -22,8 +21,9 @@ joins on the relay's process (asked of the child: its rows are kept there);
 `RemoteSocketRecording` is an ingest socket's (`ready`, `slug`, `url`,
 `feed`, `finish`, as `SocketRecording`'s).
 When the child is gone (it died, or could not start), new streams are
-recorded in process as without the setting, and the streams it was
-recording go on unrecorded; the captures it left open are closed by
+recorded in process as without the setting; the proxied streams it was
+recording go on unrecorded, and the ingest sockets it was recording are
+told and closed (`IngestConsumer`); the captures it left open are closed by
 `recover_live` as any process's.
 
 The messages are length-prefixed (`_HEADER`: kind, tag, length), their
@@ -58,9 +58,9 @@ from .recorder import StoredRequest, capture_headers, keep, register, unregister
 
 logger = logging.getLogger(__name__)
 
-# Relay -> recording process.
+# Relay (or ingest socket) -> recording process.
 OPEN, FEED, FINISH, SNAPSHOT = 1, 2, 3, 4
-# Recording process -> relay.
+# Recording process -> relay (or ingest socket).
 OPENED, FINISHED, SNAPSHOT_TAKEN = 11, 12, 13
 # What an OPEN starts there (its body's "kind"): a relayed response's recording, or an
 # ingest socket's.
@@ -95,7 +95,7 @@ def stored_part(out: StoredRequest) -> StoredRequest:
 
 
 class RecordingProcess:
-    """The relay's end of the socket pair to a recording process."""
+    """The daphne process's end of the socket pair to its recording process."""
 
     def __init__(self, sock: socket.socket, child: subprocess.Popen | None = None) -> None:
         self._sock = sock
@@ -226,7 +226,7 @@ class RecordingProcess:
             return
         self.gone = True
         logger.error(
-            "the recording process is gone: %d streams go on unrecorded; "
+            "the recording process is gone: %d streams it recorded are not recorded any more; "
             "new streams are recorded in process",
             len(self._recordings),
         )

@@ -5,7 +5,8 @@ reads and ingest sockets' messages in, recorded by `Recording` and
 Run as `manage.py record_relays FD` by daphne's process
 (`recording_process.start`), FD its end of their socket pair.  When that
 socket closes (daphne stopped or died), it closes every capture it was
-recording, as a relay whose upstream dropped would, and exits.
+recording (as a relay whose upstream dropped, or an ingest socket that
+dropped, would), and exits.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ class ChildSocketRecording(SocketRecording):
 
 
 class Worker:
-    """The recordings one relay process handed over, by tag.  Every message
+    """The recordings one daphne process handed over, by tag.  Every message
     asking for an answer gets one, None when what it asked failed: the
-    relay's process waits for them."""
+    daphne process waits for them."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
@@ -140,7 +141,7 @@ class Worker:
             self._answer(SNAPSHOT_TAKEN, tag, answer)
 
     async def close_all(self) -> None:
-        """The relay's process is gone: every capture still recording closes,
+        """The daphne process is gone: every capture still recording closes,
         and those closing already finish closing."""
         recordings, self._recordings = list(self._recordings.values()), {}
         await asyncio.gather(
@@ -151,8 +152,8 @@ class Worker:
 
 
 async def serve(sock: socket.socket) -> None:
-    """Take the relay's messages until its socket closes; then close what
-    is still recording."""
+    """Take the daphne process's messages until its socket closes; then
+    close what is still recording."""
     reader, writer = await asyncio.open_unix_connection(sock=sock)
     worker = Worker(writer)
     try:

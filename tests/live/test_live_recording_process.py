@@ -209,6 +209,7 @@ async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer
         await ingest.send_json_to({"close": True})
         closed = await ingest.receive_json_from(timeout=10)
         assert (closed["type"], closed["slug"], closed["outcome"]) == ("closed", slug, "ok")
+        assert await ingest.receive_nothing(timeout=0.2)  # no error, no 1011 after a close
         numbers, message = [], {"type": ""}
         while message["type"] != "finished":
             message = await viewer.receive_json_from(timeout=5)
@@ -223,13 +224,25 @@ async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_an_ingest_socket_whose_capture_fails_to_open_there_is_told(monkeypatch):
+@pytest.mark.parametrize("failing", ["open", "open_capture"])
+async def test_an_ingest_socket_whose_capture_fails_to_open_there_is_told(monkeypatch, failing):
+    """Told, and nothing of it kept on either side: its tag answered and
+    forgotten, its recording there ended (whether it failed to start, or to
+    create its capture)."""
     from inspector.live import recording_worker
 
-    def failing(**how):
+    def fails(*args, **kwargs):
         raise RuntimeError("no capture")
 
-    monkeypatch.setattr(recording_worker.ChildSocketRecording, "open", failing)
+    monkeypatch.setattr(recording_worker.ChildSocketRecording, failing, fails)
+    workers = []
+    start_worker = recording_worker.Worker.__init__
+
+    def noting(worker, writer):
+        start_worker(worker, writer)
+        workers.append(worker)
+
+    monkeypatch.setattr(recording_worker.Worker, "__init__", noting)
     async with process_here() as (process, serving):
         monkeypatch.setattr(recording_process, "_process", process)
         ingest = WebsocketCommunicator(application, "/ws/ingest/")
@@ -237,24 +250,49 @@ async def test_an_ingest_socket_whose_capture_fails_to_open_there_is_told(monkey
         await ingest.send_json_to({"open": {"format": "sse"}})
         answer = await ingest.receive_json_from(timeout=10)
         assert answer == {"type": "error", "error": "the capture could not be stored"}
+        assert process._recordings == {} and workers[0]._recordings == {}
         await ingest.disconnect()
         assert not serving.done() and not process.gone
+    assert await database_sync_to_async(models.Capture.objects.count)() == 0
+
+
+async def next_message(sock: socket.socket) -> tuple[int, int, bytes]:
+    """The next message the daphne process sent on `sock` (non-blocking)."""
+    loop = asyncio.get_running_loop()
+
+    async def exactly(size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            data += await asyncio.wait_for(loop.sock_recv(sock, size - len(data)), 5)
+        return data
+
+    kind, tag, length = recording_process._HEADER.unpack(
+        await exactly(recording_process._HEADER.size)
+    )
+    return kind, tag, await exactly(length)
 
 
 @pytest.mark.django_db(transaction=True)
 async def test_an_ingest_socket_is_told_and_closed_when_the_recording_process_dies(monkeypatch):
     ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
     process = RecordingProcess(ours)
     monkeypatch.setattr(recording_process, "_process", process)
     ingest = WebsocketCommunicator(application, "/ws/ingest/")
     assert (await ingest.connect(timeout=5))[0]
-    await ingest.send_json_to({"open": {"format": "sse"}})
-    await asyncio.sleep(0.05)
-    # The other end: the capture opened (the first tag), then the process dies.
-    theirs.sendall(recording_process.message(recording_process.OPENED, 1, pickle.dumps(True)))
-    assert (await ingest.receive_json_from(timeout=5))["type"] == "opened"
-    await ingest.send_to(bytes_data=stream()[0])
-    theirs.close()
+    await ingest.send_json_to({"open": {"format": "jsonl", "title": "pushed"}})
+    # The other end: asked to record the socket's stream, it opens the capture.
+    kind, tag, body = await next_message(theirs)
+    opening = pickle.loads(body)
+    assert kind == recording_process.OPEN and opening["kind"] == recording_process.SOCKET
+    assert (opening["title"], opening["stream_format"]) == ("pushed", "jsonl")
+    theirs.sendall(recording_process.message(recording_process.OPENED, tag, pickle.dumps(True)))
+    opened = await ingest.receive_json_from(timeout=5)
+    assert (opened["type"], opened["slug"]) == ("opened", opening["slug"])
+    await ingest.send_to(bytes_data=b'{"a": 1}\n')
+    kind, fed, body = await next_message(theirs)
+    assert (kind, fed) == (recording_process.FEED, tag) and body.endswith(b'{"a": 1}\n')
+    theirs.close()  # then the process dies
     told = await ingest.receive_json_from(timeout=5)
     assert told == {
         "type": "error",
@@ -262,6 +300,7 @@ async def test_an_ingest_socket_is_told_and_closed_when_the_recording_process_di
     }
     assert await ingest.receive_output(timeout=5) == {"type": "websocket.close", "code": 1011}
     assert process.gone
+    await ingest.disconnect()
 
 
 async def _stored_frames(slug: str, count: int) -> bool:
@@ -508,7 +547,7 @@ def test_daphne_records_proxied_and_pushed_streams_in_its_recording_process(
                 ingest.send('{"close": true}')
                 time.sleep(1.0)
                 capture = models.Capture.objects.get(slug=opened["slug"])
-                assert capture.frame_count == 0 and capture.finished is None
+                assert capture.frames.count() == 0 and capture.finished is None
             finally:
                 os.kill(child, signal.SIGCONT)
             answer = json.loads(ingest.recv(timeout=15))
