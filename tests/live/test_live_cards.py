@@ -278,3 +278,43 @@ def test_each_read_takes_the_fragments_so_a_cards_context_scans_none():
     html = card.render().html
     assert len(card.context["card"].fragments) == len(card.fragments)
     assert "of 51" in html  # (the newest page: the last fragments)
+
+
+def test_a_shown_card_shrinks_to_its_share_when_more_calls_join_the_page(client):
+    """A page of cards shares its fragment rows among its calls: when a
+    fifth call starts, each card shows fewer fragments.  The watchers get the
+    cards already shown again, with their new share, though their calls did
+    not change: as a reload shows them."""
+    header = {"index": 0, "id": "call_0", "type": "function"}
+    header["function"] = {"name": "f", "arguments": "["}
+    pieces = [chunk({"tool_calls": [header]})]
+    pieces += [
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": f"{n},"}}]}) for n in range(40)
+    ]
+    pieces.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": "0]"}}]}))
+    joining = [
+        {
+            "index": i,
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "g", "arguments": ""},
+        }
+        for i in range(1, 5)
+    ]
+    pieces.append(chunk({"tool_calls": joining}))
+    pieces += [
+        chunk({"tool_calls": [{"index": 4, "function": {"arguments": piece}}]})
+        for piece in ["{", '"a"', ":", "1", "}"]
+    ]
+    data = b"".join(pieces)
+    live = LiveCapture.open(stream_format="sse")
+    live.rows.clock = iter(range(0, 10**6, 10)).__next__  # no card held back: 10 s apart
+    messages = [live.append(piece) for piece in pieces]
+    last_of_first = [c["html"] for m in messages for c in m["calls"] if c["position"] == 0][-1]
+    stored = stored_cards(client, data + b"data: [DONE]\n\n")
+    # 42 fragments, 20 a page (100 rows / 5 calls): the stored page shows the first 20,
+    # a live card the newest page, the last two (with 25 a page, the last 17).
+    assert len(FRAGMENT_ROW.findall(stored["call-0"])) == 20
+    shown = [anchor for _, anchor in FRAGMENT_ROW.findall(last_of_first)]
+    assert shown == ["frag-0-40", "frag-0-41"]
+    live.close()

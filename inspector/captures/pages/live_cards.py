@@ -196,6 +196,7 @@ class LiveCards:
         # The card the watching viewers were sent last, by call (the newest page's):
         # what a viewer who joins is given first (`cards_for_joiner`).
         self._sent: dict[int, Rendered] = {}
+        self._per_page = 0  # the fragments a card's page showed at the last read
         self._spacing = CardBudget()  # its throttled cards' (read at `clock`'s times)
         self._marks_seen = (0, 0)  # dropped deltas and anomalies noted on frame rows
         self._refusal_noted = False
@@ -223,6 +224,12 @@ class LiveCards:
         # Calls numbered only when the stream ended (never started) get no card here.
         self._touched = {p for p in self._touched if p < len(self.assembler.started)}
         self._changed |= self._touched
+        per_page = self._fragments_per_page()
+        if per_page != self._per_page:
+            # More calls share the page of cards: those shown have a longer page of
+            # fragments than a reload would; each is rendered again, as changed.
+            self._per_page = per_page
+            self._changed.update(p for p in self._newest() if p in self._rendered_at)
         # Each touched call's trail takes its new fragments now, a batch's worth: a
         # card's context, taken under the recording's lock, scanned half a second's
         # (milliseconds for a fast call) and the frames waited for it.
