@@ -20,6 +20,7 @@ from inspector.live import recording_process  # noqa: E402
 from inspector.live.recovery import started_by_daphne, watch_for_left_behind  # noqa: E402
 from inspector.live.routing import websocket_urlpatterns  # noqa: E402
 from inspector.logs import install_daphne_access_log  # noqa: E402
+from inspector.server_gc import make_full_collections_rare  # noqa: E402
 from inspector.static_files import StaticFilesApplication  # noqa: E402
 from inspector.websocket_masking import install_integer_xor_masking  # noqa: E402
 
@@ -59,3 +60,7 @@ application = RefuseNulBytes(
 # (bench/live_viewer.py, 1,000 frames/s, side by side: p99 33-59 ms before, 21-27 after).
 get_resolver().url_patterns  # noqa: B018 - imports the views
 gc.freeze()
+# What a server keeps after that is still traversed by every full collection, each
+# a pause of the live streams: made rare (inspector/server_gc.py).
+if started_by_daphne():
+    make_full_collections_rare()

@@ -72,3 +72,37 @@ def test_the_server_freezes_what_it_loaded_out_of_the_cyclic_gc():
     assert done.returncode == 0, done.stderr
     frozen, proxy_loaded = done.stdout.split()
     assert int(frozen) > 50_000 and proxy_loaded == "True"
+
+
+def test_a_daphne_process_makes_full_collections_rare_and_others_keep_pythons():
+    """A full collection traversed what a live stream keeps, 15-21 ms each
+    about every 2 s at 5,000 frames/s (inspector/server_gc.py): daphne's
+    process, and its recording process, wait for FULL_AFTER collections of
+    the middle generation; a process that only imports the app (tests, a
+    command) keeps Python's thresholds."""
+    import subprocess
+    import sys
+
+    from inspector.server_gc import FULL_AFTER
+
+    as_daphne = "import sys; sys.modules['__main__'].__file__ = '/x/daphne/__main__.py'; "
+    script = "import gc, inspector.asgi; print(*gc.get_threshold())"
+    env = {"DJANGO_SETTINGS_MODULE": "inspector.settings", "PATH": "/usr/bin:/bin"}
+
+    def thresholds(code: str) -> list[int]:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return [int(n) for n in done.stdout.split()]
+
+    assert thresholds(as_daphne + script) == [700, 10, FULL_AFTER]
+    assert thresholds(script) == [700, 10, 10]
+    recording_process = (  # `manage.py record_relays`, its serving left out
+        "import django, gc, socket; django.setup(); "
+        "from inspector.management.commands import record_relays as command; "
+        "command.asyncio.run = lambda serving: serving.close(); "
+        "ours, theirs = socket.socketpair(); command.Command().handle(fd=theirs.fileno()); "
+        "print(*gc.get_threshold())"
+    )
+    assert thresholds(recording_process) == [700, 10, FULL_AFTER]

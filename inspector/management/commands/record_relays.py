@@ -12,6 +12,7 @@ import socket
 from django.core.management.base import BaseCommand
 
 from inspector.live.recording_worker import serve
+from inspector.server_gc import make_full_collections_rare
 
 
 class Command(BaseCommand):
@@ -28,4 +29,5 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         gc.freeze()  # (as daphne's process does: inspector/asgi.py)
+        make_full_collections_rare()
         asyncio.run(serve(socket.socket(fileno=fd)))
