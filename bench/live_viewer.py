@@ -13,6 +13,7 @@ are this process's `time.perf_counter()`.
 
     .venv/bin/python bench/live_viewer.py --captures 20 --rate 500   # 20 at once
     .venv/bin/python bench/live_viewer.py --warm-up 2000   # a server that has recorded before
+    .venv/bin/python bench/live_viewer.py --timeline 100   # the latency over the run, by 100 ms
 
 Prints the rate asked and achieved, p50/p95/p99/max latency, frames lost and
 seen twice, and how long after the last frame was sent the viewer had it;
@@ -277,6 +278,34 @@ def _recording_process() -> bool:
     return env_bool(os.environ, "INSPECTOR_RECORDING_PROCESS", False)
 
 
+def timeline(results: list[dict], window: float) -> list[tuple[float, int, float, float]]:
+    """(window start in s from the first frame sent, frames, p50 ms, worst ms) for
+    each window of `window` seconds of send time that has frames received."""
+    pairs = [
+        (sent, result["received"][n] - sent)
+        for result in results
+        for n, sent in enumerate(result["sent"])
+        if sent is not None and n in result["received"]
+    ]
+    if not pairs:
+        return []
+    first = min(sent for sent, _ in pairs)
+    windows: dict[int, list[float]] = {}
+    for sent, latency in pairs:
+        windows.setdefault(int((sent - first) / window), []).append(latency * 1000)
+    return [
+        (index * window, len(ms), percentile(ms, 50), max(ms))
+        for index, ms in sorted(windows.items())
+    ]
+
+
+def print_timeline(results: list[dict], window: float) -> None:
+    print(f"  latency over the run, windows of {window * 1000:g} ms of send time:")
+    for start, count, p50, worst in timeline(results, window):
+        bar = "#" * min(60, round(worst / 2))
+        print(f"    {start:7.2f} s  {count:5d} frames  p50 {p50:6.1f}  worst {worst:6.1f}  {bar}")
+
+
 def report(figures: dict, args: argparse.Namespace) -> bool:
     """Print the figures; whether the targets are met."""
     met = (
@@ -354,6 +383,15 @@ def main() -> None:
         help="first record one capture of this many frames on each process, not measured:"
         " a server that has recorded before (default 0: the process's first capture)",
     )
+    parser.add_argument(
+        "--timeline",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="also print the latency over the run: p50 and worst of the frames sent in"
+        " each window of MS milliseconds (all captures pooled): stalls show as a few"
+        " windows, a server that cannot keep up as a level that climbs",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench-results" / "live_viewer.json"))
     parser.add_argument("--log", default="", help="keep daphne's log in this file")
     args = parser.parse_args()
@@ -416,6 +454,8 @@ def main() -> None:
     frames_sent = figures["frames"] or float("nan")
     figures["server_cpu_us_per_frame"] = round(server_cpu / frames_sent * 1e6, 1)
     met = report(figures, args)
+    if args.timeline:
+        print_timeline(results, args.timeline / 1000)
     if figures["frames_lost"] or "1011" in log_tail or "Traceback" in log_tail:
         print(log_tail, file=sys.stderr)
     out = Path(args.out)
