@@ -37,7 +37,8 @@ install_lazy_log_arguments()
 # A server closes the live captures a dead predecessor left behind (inspector/live/recovery.py).
 if settings.INSPECTOR_RECOVER_LIVE and started_by_daphne():
     watch_for_left_behind()
-# The proxy's recordings in a process of their own (inspector/live/recording_process.py).
+# The proxy's and the ingest socket's recordings in a process of their own
+# (inspector/live/recording_process.py).
 if settings.INSPECTOR_RECORDING_PROCESS and started_by_daphne():
     recording_process.start()
 

@@ -5,6 +5,9 @@ Template for consumer tests: pytest-asyncio auto mode (no asyncio marks needed) 
 message (toolchain.md pitfalls 1 and 2).
 """
 
+import subprocess
+import sys
+
 import pytest
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
@@ -58,9 +61,6 @@ async def test_unknown_websocket_path_is_rejected():
 def test_the_server_freezes_what_it_loaded_out_of_the_cyclic_gc():
     """Full collections traversing Django's startup objects paused the server
     ~80 ms at a time (bench/live_viewer.py)."""
-    import subprocess
-    import sys
-
     script = (
         "import gc, sys, inspector.asgi; "
         "print(gc.get_freeze_count(), 'inspector.live.proxy' in sys.modules)"  # a view module
@@ -74,20 +74,23 @@ def test_the_server_freezes_what_it_loaded_out_of_the_cyclic_gc():
     assert int(frozen) > 50_000 and proxy_loaded == "True"
 
 
-def test_a_daphne_process_makes_full_collections_rare_and_others_keep_pythons():
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental GC has no 3rd threshold")
+def test_a_daphne_process_makes_full_collections_rare_and_others_keep_pythons(tmp_path):
     """A full collection traversed what a live stream keeps, 15-21 ms each
     about every 2 s at 5,000 frames/s (inspector/server_gc.py): daphne's
     process, and its recording process, wait for FULL_AFTER collections of
     the middle generation; a process that only imports the app (tests, a
     command) keeps Python's thresholds."""
-    import subprocess
-    import sys
-
     from inspector.server_gc import FULL_AFTER
 
     as_daphne = "import sys; sys.modules['__main__'].__file__ = '/x/daphne/__main__.py'; "
     script = "import gc, inspector.asgi; print(*gc.get_threshold())"
-    env = {"DJANGO_SETTINGS_MODULE": "inspector.settings", "PATH": "/usr/bin:/bin"}
+    env = {
+        "DJANGO_SETTINGS_MODULE": "inspector.settings",
+        "PATH": "/usr/bin:/bin",
+        "INSPECTOR_RECOVER_LIVE": "0",  # (a daphne process would look for left captures)
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
 
     def thresholds(code: str) -> list[int]:
         done = subprocess.run(
@@ -96,8 +99,11 @@ def test_a_daphne_process_makes_full_collections_rare_and_others_keep_pythons():
         assert done.returncode == 0, done.stderr
         return [int(n) for n in done.stdout.split()]
 
-    assert thresholds(as_daphne + script) == [700, 10, FULL_AFTER]
-    assert thresholds(script) == [700, 10, 10]
+    pythons = thresholds("import gc; print(*gc.get_threshold())")
+    rare = [*pythons[:2], FULL_AFTER]
+    assert pythons[2] != FULL_AFTER
+    assert thresholds(as_daphne + script) == rare
+    assert thresholds(script) == pythons
     recording_process = (  # `manage.py record_relays`, its serving left out
         "import django, gc, socket; django.setup(); "
         "from inspector.management.commands import record_relays as command; "
@@ -105,4 +111,4 @@ def test_a_daphne_process_makes_full_collections_rare_and_others_keep_pythons():
         "ours, theirs = socket.socketpair(); command.Command().handle(fd=theirs.fileno()); "
         "print(*gc.get_threshold())"
     )
-    assert thresholds(recording_process) == [700, 10, FULL_AFTER]
+    assert thresholds(recording_process) == rare

@@ -343,7 +343,7 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
         title = str(options.get("title") or "ingest")
         how = {"stream_format": fmt, "title": title, "dialect": dialect}
         remote = await recording_process.open_remote_socket(**how)
-        self.recording = remote or SocketRecording.open(**how)
+        self.recording = remote if remote is not None else SocketRecording.open(**how)
         if not await self.recording.ready():
             self.closed = True
             await asyncio.shield(self.recording.finish())  # (ends its task, here or there)

@@ -44,7 +44,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -86,6 +86,9 @@ async def read_message(reader: asyncio.StreamReader) -> tuple[int, int, bytes]:
     """The next message: (kind, tag, body).  `IncompleteReadError` at the end."""
     kind, tag, length = _HEADER.unpack(await reader.readexactly(_HEADER.size))
     return kind, tag, await reader.readexactly(length) if length else b""
+
+
+Remote = TypeVar("Remote", bound="RemoteRecorder")
 
 
 def stored_part(out: StoredRequest) -> StoredRequest:
@@ -132,8 +135,8 @@ class RecordingProcess:
         return await self._open(lambda tag: RemoteSocketRecording(self, tag), opening)
 
     async def _open(
-        self, recording_of_tag: Callable[[int], RemoteRecorder], opening: dict[str, Any]
-    ) -> Any:
+        self, recording_of_tag: Callable[[int], Remote], opening: dict[str, Any]
+    ) -> Remote | None:
         if self.child is not None and self.child.poll() is not None and not self.gone:
             self._lost()  # (it died before saying so: its socket's end not read yet)
         if not await self._connected():
@@ -258,8 +261,9 @@ class RecordingProcess:
 
 
 class RemoteRecorder:
-    """The relay's process's side of a recording there: `feed` and `finish`
-    as a `Recorder`'s, `ready`, and a viewer's `snapshot` while it records
+    """Daphne's side of a recording in the recording process (a relayed
+    stream's or an ingest socket's): `feed` and `finish` as a `Recorder`'s,
+    `ready`, and a viewer's `snapshot` while it records
     (`recorder.recording_of`)."""
 
     def __init__(self, process: RecordingProcess, tag: int) -> None:

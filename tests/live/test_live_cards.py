@@ -310,6 +310,7 @@ def test_a_shown_card_shrinks_to_its_share_when_more_calls_join_the_page(client)
     live = LiveCapture.open(stream_format="sse")
     live.rows.clock = iter(range(0, 10**6, 10)).__next__  # no card held back: 10 s apart
     messages = [live.append(piece) for piece in pieces]
+    messages.append(live.held_cards() or {"calls": []})  # the stream pauses: every card due
     last_of_first = [c["html"] for m in messages for c in m["calls"] if c["position"] == 0][-1]
     stored = stored_cards(client, data + b"data: [DONE]\n\n")
     # 42 fragments, 20 a page (100 rows / 5 calls): the stored page shows the first 20,

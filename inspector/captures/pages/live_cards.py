@@ -224,18 +224,23 @@ class LiveCards:
         # Calls numbered only when the stream ended (never started) get no card here.
         self._touched = {p for p in self._touched if p < len(self.assembler.started)}
         self._changed |= self._touched
-        per_page = self._fragments_per_page()
-        if per_page != self._per_page:
-            # More calls share the page of cards: those shown have a longer page of
-            # fragments than a reload would; each is rendered again, as changed.
-            self._per_page = per_page
-            self._changed.update(p for p in self._newest() if p in self._rendered_at)
+        self._reshare_page()
         # Each touched call's trail takes its new fragments now, a batch's worth: a
         # card's context, taken under the recording's lock, scanned half a second's
         # (milliseconds for a fast call) and the frames waited for it.
         dialect = self.assembler.dialect
         for position in self._touched:
             self._trail(self.assembler.started[position], dialect)
+
+    def _reshare_page(self) -> None:
+        """When more calls share the page of cards (a 5th to 10th call
+        started), every card of the page is rendered again, as changed: those
+        shown (by this process, or another one before it took the capture
+        over) have a longer page of fragments than a reload would."""
+        per_page = self._fragments_per_page()
+        if per_page != self._per_page:
+            self._per_page = per_page
+            self._changed.update(self._newest())
 
     def caught_up(self) -> None:
         """Read what the assembler holds now as already shown: bytes another
