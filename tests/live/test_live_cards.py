@@ -280,11 +280,10 @@ def test_each_read_takes_the_fragments_so_a_cards_context_scans_none():
     assert "of 51" in html  # (the newest page: the last fragments)
 
 
-def test_a_shown_card_shrinks_to_its_share_when_more_calls_join_the_page(client):
-    """A page of cards shares its fragment rows among its calls: when a
-    fifth call starts, each card shows fewer fragments.  The watchers get the
-    cards already shown again, with their new share, though their calls did
-    not change: as a reload shows them."""
+def one_long_call_then_four_more() -> tuple[list[bytes], int]:
+    """Call 0's 42 fragments, then calls 1-4 start (five calls share the page
+    of cards: 20 fragment rows each, not 25), then call 4's; and the index of
+    the piece that starts calls 1-4."""
     header = {"index": 0, "id": "call_0", "type": "function"}
     header["function"] = {"name": "f", "arguments": "["}
     pieces = [chunk({"tool_calls": [header]})]
@@ -301,21 +300,54 @@ def test_a_shown_card_shrinks_to_its_share_when_more_calls_join_the_page(client)
         }
         for i in range(1, 5)
     ]
+    joins = len(pieces)
     pieces.append(chunk({"tool_calls": joining}))
     pieces += [
         chunk({"tool_calls": [{"index": 4, "function": {"arguments": piece}}]})
         for piece in ["{", '"a"', ":", "1", "}"]
     ]
+    return pieces, joins
+
+
+def last_card_of_call_0(messages: list[dict | None]) -> str:
+    cards = [c["html"] for m in messages if m for c in m["calls"] if c["position"] == 0]
+    return cards[-1] if cards else ""
+
+
+def shown_fragments(card: str) -> list[str]:
+    return [anchor for _, anchor in FRAGMENT_ROW.findall(card)]
+
+
+def test_a_shown_card_shrinks_to_its_share_when_more_calls_join_the_page(client):
+    """A page of cards shares its fragment rows among its calls: when a
+    fifth call starts, each card shows fewer fragments.  The watchers get the
+    cards already shown again, with their new share, though their calls did
+    not change: as a reload shows them."""
+    pieces, _ = one_long_call_then_four_more()
     data = b"".join(pieces)
     live = LiveCapture.open(stream_format="sse")
     live.rows.clock = iter(range(0, 10**6, 10)).__next__  # no card held back: 10 s apart
     messages = [live.append(piece) for piece in pieces]
-    messages.append(live.held_cards() or {"calls": []})  # the stream pauses: every card due
-    last_of_first = [c["html"] for m in messages for c in m["calls"] if c["position"] == 0][-1]
+    messages.append(live.held_cards())  # the stream pauses: every card due goes out
     stored = stored_cards(client, data + b"data: [DONE]\n\n")
     # 42 fragments, 20 a page (100 rows / 5 calls): the stored page shows the first 20,
     # a live card the newest page, the last two (with 25 a page, the last 17).
     assert len(FRAGMENT_ROW.findall(stored["call-0"])) == 20
-    shown = [anchor for _, anchor in FRAGMENT_ROW.findall(last_of_first)]
-    assert shown == ["frag-0-40", "frag-0-41"]
+    assert shown_fragments(last_card_of_call_0(messages)) == ["frag-0-40", "frag-0-41"]
     live.close()
+
+
+def test_a_process_that_took_the_capture_over_reshares_the_cards_the_other_showed():
+    """HTTP ingest: the process that rendered call 0's card is not the one
+    whose append starts calls 1-4; that one renders call 0's card again."""
+    pieces, joins = one_long_call_then_four_more()
+    first = LiveCapture.open(stream_format="sse")
+    first.rows.clock = iter(range(0, 10**6, 10)).__next__
+    shown = [first.append(piece) for piece in pieces[:joins]]
+    assert shown_fragments(last_card_of_call_0(shown))[0] == "frag-0-25"  # 25 a page
+    resumed = LiveCapture.resume(first.capture, b"".join(pieces[:joins]), dialect="auto")
+    resumed.rows.clock = iter(range(0, 10**6, 10)).__next__
+    messages = [resumed.append(piece) for piece in pieces[joins:]]
+    messages.append(resumed.held_cards())
+    assert shown_fragments(last_card_of_call_0(messages)) == ["frag-0-40", "frag-0-41"]
+    resumed.close()
