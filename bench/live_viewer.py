@@ -39,11 +39,9 @@ import time
 from pathlib import Path
 
 import orjson
-from server import cpu_seconds
+from server import cpu_seconds, has_recording_process
 from server import daphne as daphne_server
 from websockets.asyncio.client import connect
-
-from inspector.deploy import env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99_MS = 20.0  # issue 13
@@ -269,13 +267,7 @@ def summary(results: list[dict], args: argparse.Namespace) -> dict:
         "viewer_process": "second daphne" if args.viewer_process else "same daphne",
         "processes": max(1, args.processes),
         "warm_up_frames": args.warm_up,
-        "recording_process": _recording_process(),
     }
-
-
-def _recording_process() -> bool:
-    """Whether daphne records in a recording process (the environment it is given)."""
-    return env_bool(os.environ, "INSPECTOR_RECORDING_PROCESS", False)
 
 
 def timeline(results: list[dict], window: float) -> list[tuple[float, int, float, float]]:
@@ -299,9 +291,9 @@ def timeline(results: list[dict], window: float) -> list[tuple[float, int, float
     ]
 
 
-def print_timeline(results: list[dict], window: float) -> None:
-    print(f"  latency over the run, windows of {window * 1000:g} ms of send time:")
-    for start, count, p50, worst in timeline(results, window):
+def print_timeline(rows: list[tuple[float, int, float, float]], window_ms: float) -> None:
+    print(f"  latency over the run, windows of {window_ms:g} ms of send time:")
+    for start, count, p50, worst in rows:
         bar = "#" * min(60, round(worst / 2))
         print(f"    {start:7.2f} s  {count:5d} frames  p50 {p50:6.1f}  worst {worst:6.1f}  {bar}")
 
@@ -446,16 +438,21 @@ def main() -> None:
             finally:
                 gc.enable()
             server_cpu = sum(cpu_seconds(server) for server in servers) - cpu_before
+            # (the child, not the setting: daphne records in process when it cannot start one)
+            recording_process = all(has_recording_process(server) for server in servers)
         log_tail = log.read_text(errors="replace")[-2000:]
 
     figures = summary(results, args)
+    figures["recording_process"] = recording_process
+    if args.timeline:
+        figures["timeline"] = timeline(results, args.timeline / 1000)
     # The ingest servers' CPU a frame, from opening to closing: steadier than the
     # latencies on a shared machine (a second viewer process's is not counted).
     frames_sent = figures["frames"] or float("nan")
     figures["server_cpu_us_per_frame"] = round(server_cpu / frames_sent * 1e6, 1)
     met = report(figures, args)
     if args.timeline:
-        print_timeline(results, args.timeline / 1000)
+        print_timeline(figures["timeline"], args.timeline)
     if figures["frames_lost"] or "1011" in log_tail or "Traceback" in log_tail:
         print(log_tail, file=sys.stderr)
     out = Path(args.out)

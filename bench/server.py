@@ -45,6 +45,21 @@ def cpu_seconds(process: subprocess.Popen) -> float:
     return _cpu_of(process.pid)
 
 
+def has_recording_process(process: subprocess.Popen) -> bool:
+    """Whether the daphne `process` runs a recording process
+    (INSPECTOR_RECORDING_PROCESS: a child `manage.py record_relays`, alive)."""
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    kids = children.read_text().split() if children.exists() else []
+    for kid in kids:
+        try:
+            command = Path(f"/proc/{kid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"record_relays" in command:
+            return True
+    return False
+
+
 def _cpu_of(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
