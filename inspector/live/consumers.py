@@ -354,14 +354,13 @@ class IngestConsumer(NoDatabaseDispatch, AsyncWebsocketConsumer):
         await self._send({"type": "opened", "slug": self.recording.slug, "url": self.recording.url})
 
     def _ended_there(self, done: asyncio.Future) -> None:
-        if not self.closed:  # the recording process is gone: say so rather than drop frames
-            keep(asyncio.get_running_loop().create_task(self._lost_there()))
+        keep(asyncio.get_running_loop().create_task(self._lost_there()))
 
     async def _lost_there(self) -> None:
-        """The recording process died while the stream flowed: the client is
-        told the capture ends with what was stored (`recover_live` closes
-        it), and the socket is closed (1011), so it stops sending into
-        nothing."""
+        """The recording there ended: when the socket did not end it (the
+        recording process died while the stream flowed), the client is told
+        the capture ends with what was stored (`recover_live` closes it),
+        and the socket is closed (1011), so it stops sending into nothing."""
         if self.closed:
             return
         self.closed = True

@@ -616,17 +616,11 @@ class SocketRecording(Recorder):
         self.dialect = dialect
 
     @classmethod
-    def open(
-        cls,
-        *,
-        stream_format: str,
-        title: str,
-        dialect: str = AUTO_DIALECT,
-        slug: str | None = None,
-    ) -> SocketRecording:
-        """Start recording (see `Recorder.start`); `slug`: the capture's, when
-        the socket's process named it (`recording_process`)."""
-        recording = cls(stream_format=stream_format, title=title, dialect=dialect, slug=slug)
+    def open(cls, **how: Any) -> SocketRecording:
+        """Start recording (see `Recorder.start`); `how`: the constructor's
+        (`slug`: the capture's, when the socket's process named it,
+        `recording_process`)."""
+        recording = cls(**how)
         recording.start()
         return recording
 

@@ -85,6 +85,34 @@ def stored(slug: str) -> models.Capture | None:
     return models.Capture.objects.filter(slug=slug).first()
 
 
+async def until_stored(slug: str, count: int) -> bool:
+    """Wait (10 s at most) until capture `slug` has `count` frames stored."""
+    deadline = time.monotonic() + 10
+    while not await _stored_frames(slug, count) and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    return await _stored_frames(slug, count)
+
+
+def no_page(pager):
+    raise AssertionError("the snapshot was read from the database")
+
+
+async def viewer_of(slug: str) -> tuple[WebsocketCommunicator, dict]:
+    """A viewer joined on this process, and its first message."""
+    viewer = WebsocketCommunicator(application, f"/ws/captures/{slug}/?after=-1")
+    assert (await viewer.connect(timeout=5))[0]
+    return viewer, await viewer.receive_json_from(timeout=5)
+
+
+async def frames_until_finished(viewer: WebsocketCommunicator) -> list[int]:
+    """The frame numbers of the viewer's messages, up to the closing one."""
+    numbers, message = [], {"type": ""}
+    while message["type"] != "finished":
+        message = await viewer.receive_json_from(timeout=5)
+        numbers += [frame["number"] for frame in message["frames"]]
+    return numbers
+
+
 @pytest.mark.django_db(transaction=True)
 async def test_a_stream_recorded_there_is_stored_as_one_recorded_here():
     pieces = stream()
@@ -112,33 +140,22 @@ async def test_a_stream_recorded_there_is_stored_as_one_recorded_here():
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_viewer_here_gets_its_snapshot_from_the_recording_process(monkeypatch):
-    def no_page(self):
-        raise AssertionError("the snapshot was read from the database")
-
     pieces = stream()
     async with process_here() as (process, _):
         remote = await process.open(request(), **HOW, started=time.monotonic())
         for piece in pieces[:4]:
             remote.feed(piece, time.monotonic())
-        deadline = time.monotonic() + 10
-        while not await _stored_frames(remote.slug, 4) and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        assert await until_stored(remote.slug, 4)
         assert recording_of(remote.slug) is remote  # (the capture exists there)
         monkeypatch.setattr(SnapshotPager, "next_page", no_page)
-        comm = WebsocketCommunicator(application, f"/ws/captures/{remote.slug}/?after=-1")
-        assert (await comm.connect(timeout=5))[0]
-        snapshot = await comm.receive_json_from(timeout=5)
+        comm, snapshot = await viewer_of(remote.slug)
         assert snapshot["type"] == "snapshot"
         assert [frame["number"] for frame in snapshot["frames"]] == [0, 1, 2, 3]
         assert [call["position"] for call in snapshot["calls"]] == [0]
         for piece in pieces[4:]:
             remote.feed(piece, time.monotonic())
         await remote.finish()
-        numbers, message = [], {"type": ""}
-        while message["type"] != "finished":
-            message = await comm.receive_json_from(timeout=5)
-            numbers += [frame["number"] for frame in message["frames"]]
-        assert numbers == [4, 5, 6]
+        assert await frames_until_finished(comm) == [4, 5, 6]
         await comm.disconnect()
 
 
@@ -179,9 +196,6 @@ async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer
         def open(**how):
             raise AssertionError("recorded in the socket's process")
 
-    def no_page(self):
-        raise AssertionError("the snapshot was read from the database")
-
     pieces = stream()
     async with process_here() as (process, _):
         monkeypatch.setattr(recording_process, "_process", process)
@@ -195,13 +209,9 @@ async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer
         assert isinstance(recording_of(slug), RemoteSocketRecording)
         for piece in pieces[:4]:
             await ingest.send_to(bytes_data=piece)
-        deadline = time.monotonic() + 10
-        while not await _stored_frames(slug, 4) and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        assert await until_stored(slug, 4)
         monkeypatch.setattr(SnapshotPager, "next_page", no_page)
-        viewer = WebsocketCommunicator(application, f"/ws/captures/{slug}/?after=-1")
-        assert (await viewer.connect(timeout=5))[0]
-        snapshot = await viewer.receive_json_from(timeout=5)
+        viewer, snapshot = await viewer_of(slug)
         assert snapshot["type"] == "snapshot"
         assert [frame["number"] for frame in snapshot["frames"]] == [0, 1, 2, 3]
         for piece in pieces[4:]:
@@ -210,11 +220,7 @@ async def test_the_ingest_socket_records_in_the_recording_process_and_its_viewer
         closed = await ingest.receive_json_from(timeout=10)
         assert (closed["type"], closed["slug"], closed["outcome"]) == ("closed", slug, "ok")
         assert await ingest.receive_nothing(timeout=0.2)  # no error, no 1011 after a close
-        numbers, message = [], {"type": ""}
-        while message["type"] != "finished":
-            message = await viewer.receive_json_from(timeout=5)
-            numbers += [frame["number"] for frame in message["frames"]]
-        assert numbers == [4, 5, 6]
+        assert await frames_until_finished(viewer) == [4, 5, 6]
         await viewer.disconnect()
         await ingest.disconnect()
     capture = await database_sync_to_async(stored)(slug)
@@ -348,10 +354,7 @@ async def test_each_stream_there_writes_on_its_own_while_another_closes(monkeypa
             assert await asyncio.to_thread(held.wait, 10)
             for piece in stream()[:3]:
                 going.feed(piece, time.monotonic())
-            deadline = time.monotonic() + 10
-            while not await _stored_frames(going.slug, 3) and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            assert await _stored_frames(going.slug, 3)
+            assert await until_stored(going.slug, 3)
             assert not finished.done()
         finally:
             release.set()
