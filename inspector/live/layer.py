@@ -12,10 +12,24 @@ the p99 of the whole stream (bench/README.md, ninth stop).  Checked in
 channels_redis 4.3.0 and on its main branch on 2026-12-07.
 
 `PromptShardConnection` waits for a subscription on an event that
-`subscribe` sets, instead of sleeping.  It relies on the connection's
-private attributes (`_pubsub`, `_lock`, `_subscribed_to`, `_ensure_redis`,
-`_ensure_receiver`, `_receive_message`), pinned with channels-redis in
-pyproject.toml; tests/live/test_live_layer.py fails if they change.
+`subscribe` sets, instead of sleeping.
+
+It also publishes without the connection's lock.  channels_redis holds that
+one lock, shared with subscribing, across each PUBLISH and its answer, so a
+process's group sends went out one at a time, each waiting for the one
+before it to be answered through an event loop busy with every socket of
+the process.  With 20 captures streaming on two processes each live batch
+waited 22-27 ms (p50) there to be published, and its recording's next batch
+waited behind it (bench/README.md, seventeenth stop).  A PUBLISH needs none
+of what the lock guards (the subscriptions, and the client made once, which
+`_ensure_redis` does without an await), so now each takes a connection of
+the client's pool and they are answered side by side.  One recording's
+messages keep their order: it awaits each send before the next.
+
+It relies on the connection's private attributes (`_pubsub`, `_lock`,
+`_redis`, `_subscribed_to`, `_ensure_redis`, `_ensure_receiver`,
+`_receive_message`), pinned with channels-redis in pyproject.toml;
+tests/live/test_live_layer.py fails if they change.
 """
 
 from __future__ import annotations
@@ -30,11 +44,17 @@ logger = logging.getLogger(__name__)
 
 
 class PromptShardConnection(RedisSingleShardConnection):
-    """One Redis connection of the layer, listening from its first subscription."""
+    """One Redis connection of the layer, listening from its first
+    subscription, and publishing without waiting for its other publishes."""
 
     def __init__(self, host: Any, channel_layer: Any) -> None:
         super().__init__(host, channel_layer)
         self._subscribed = asyncio.Event()  # set once a channel is subscribed
+
+    async def publish(self, channel: str, message: Any) -> None:
+        """channels_redis' publish, without waiting for the connection's lock."""
+        self._ensure_redis()
+        await self._redis.publish(channel, message)
 
     async def subscribe(self, channel: str) -> None:
         await super().subscribe(channel)

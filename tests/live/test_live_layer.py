@@ -85,3 +85,57 @@ async def test_the_stock_layer_sleeps_through_the_first_subscription(endless_sle
     wakes its receiver itself, and `inspector/live/layer.py` can go."""
     layer = pubsub.RedisPubSubChannelLayer(hosts=[REDIS_URL], prefix="stock-test")
     assert await first_message(layer) is None
+
+
+async def most_publishes_at_once(layer, sends: int = 8) -> int:
+    """The most PUBLISH commands the layer's process had waiting for their
+    answers at one time, when `sends` group sends are made together (each
+    answer held back until all were made or 0.3 s passed)."""
+    channel = await layer.new_channel()
+    await layer.group_add("together", channel)
+    (shard,) = layer._get_layer()._shards
+    shard._ensure_redis()
+    publish = shard._redis.publish
+    waiting, most = 0, 0
+    all_made = asyncio.Event()
+
+    async def held_back(name, message):
+        nonlocal waiting, most
+        waiting += 1
+        most = max(most, waiting)
+        if waiting == sends:
+            all_made.set()
+        try:
+            await asyncio.wait_for(all_made.wait(), 0.3)
+        except TimeoutError:
+            pass
+        try:
+            return await publish(name, message)
+        finally:
+            waiting -= 1
+
+    shard._redis.publish = held_back
+    try:
+        await asyncio.gather(
+            *(layer.group_send("together", {"type": "n", "n": n}) for n in range(sends))
+        )
+        received = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(sends)]
+        assert sorted(message["n"] for message in received) == list(range(sends))
+        return most
+    finally:
+        await layer.flush()
+
+
+async def test_a_process_publishes_its_group_sends_side_by_side():
+    """One capture's batch is not held up by another's answer from Redis
+    (each waited 22-27 ms for the ones before it with 20 captures streaming:
+    bench/README.md, seventeenth stop)."""
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="side-by-side")
+    assert await most_publishes_at_once(layer) == 8
+
+
+async def test_the_stock_layer_publishes_one_at_a_time():
+    """Why `PromptShardConnection.publish` exists: when this fails,
+    channels_redis no longer holds its lock across a PUBLISH."""
+    layer = pubsub.RedisPubSubChannelLayer(hosts=[REDIS_URL], prefix="one-at-a-time")
+    assert await most_publishes_at_once(layer) == 1
