@@ -180,7 +180,6 @@ class Recorder:
         self._draining = False
         self._closed = False
         self._last_arrival = float("-inf")  # the last read's, for QUIET_SECONDS
-        self._publishing: asyncio.Task | None = None  # the last batch's message, going out
         # A websocket recording writes in one of the process's batch threads, on
         # its connection (`_in_thread`, `recording_threads`), in a context of its
         # own; a proxied one in its request's thread, as Django gives it.
@@ -280,55 +279,35 @@ class Recorder:
             self._failed = True
 
     async def _record(self) -> None:
-        try:
-            while True:
-                items = await self._next_batch()
-                if not items:  # quiet while call cards were held back: the side lane sends them
-                    self._held_wanted = True
-                    self._side_wanted.set()
-                    continue
-                end = items[-1] is None
-                reads = [item for item in items if item is not None]
-                if reads:
-                    self._last_arrival = reads[-1][1]
-                if (reads or end) and not self._failed:
-                    await self._store_and_publish(reads, end)
-                if end:
-                    return
-        finally:
-            await self._published()
+        while True:
+            items = await self._next_batch()
+            if not items:  # quiet while call cards were held back: the side lane sends them
+                self._held_wanted = True
+                self._side_wanted.set()
+                continue
+            end = items[-1] is None
+            reads = [item for item in items if item is not None]
+            if reads:
+                self._last_arrival = reads[-1][1]
+            if (reads or end) and not self._failed:
+                await self._store_and_publish(reads, end)
+            if end:
+                return
 
     async def _store_and_publish(self, reads: list[tuple[bytes, float]], end: bool) -> None:
-        """One batch: its frames stored, then sent to the viewers (one
-        message) while the next batch is stored; the side lane woken if
-        fragments or a card are due.  The next batch does not wait for this
-        one's message to be sent: through Redis, with many captures
-        streaming, that took 5 ms and more, and the next batch's frames
-        waited meanwhile (bench/README.md, seventeenth stop).  One message
-        goes out at a time, in order: a batch stored waits for the message
-        before it, sent meanwhile."""
+        """One batch: its frames stored and sent to the viewers (one
+        message); then the side lane woken if fragments or a card are due."""
         try:
             message = await self._in_thread(self._append)(reads, end)
         except Exception:  # noqa: BLE001 - the relay goes on unrecorded
             logger.exception("capture %s: storing frames failed", self.slug)
             self._failed = True
             return
-        if message is not None:
-            await self._published()
-            self._publishing = self._task_of(self._publish(message))
+        group = broadcast.capture_group(self.slug)
+        for part in broadcast.split_batch(message) if message is not None else ():
+            await broadcast.send(group, part)
         if not end and self.live.side_work_due:  # (at the end, the close does it all)
             self._side_wanted.set()
-
-    async def _publish(self, message: FramesMessage) -> None:
-        group = broadcast.capture_group(self.slug)
-        for part in broadcast.split_batch(message):
-            await broadcast.send(group, part)
-
-    async def _published(self) -> None:
-        """Wait until the last batch's message was sent (`broadcast.send`
-        never raises)."""
-        if self._publishing is not None:
-            await asyncio.shield(self._publishing)
 
     async def _side_work(self) -> None:
         """The recording's side lane: the calls' new fragments written
@@ -362,7 +341,6 @@ class Recorder:
         held, self._held_wanted = self._held_wanted, False
         message = await run(self._side_step)(held)
         if message is not None:
-            await self._published()  # (the frames the cards show first)
             await broadcast.send(broadcast.capture_group(self.slug), message)
 
     def _side_step(self, held: bool) -> FramesMessage | None:
