@@ -200,14 +200,15 @@ class Recorder:
     def _in_thread(self, function: Callable) -> Callable:
         """`function` run in the recording's writing thread: the request's
         (thread-sensitive), or with `own_thread` a batch thread of the
-        process (and its database connection, `recording_threads`).  A
+        process (and its database connection, `recording_threads`), handed
+        over with the other steps waiting for it (`HandOver`).  A
         websocket consumer's calls all go to channels' one shared thread, and
         every websocket message is dispatched after a call there: an ingest
         socket's messages would wait behind the recorder's writes, and those
         behind an upload's batch."""
         if self._thread is None:
             return sync_to_async(function)
-        return sync_to_async(function, thread_sensitive=False, executor=self._thread)
+        return functools.partial(recording_threads.hand_over(self._thread).run, function)
 
     def _task_of(self, coroutine: Any) -> asyncio.Task:
         return keep(asyncio.get_running_loop().create_task(coroutine, context=self._context))

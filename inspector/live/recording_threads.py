@@ -11,6 +11,12 @@ side lanes; a recording takes the least busy of each when it opens and
 gives it back at its close.  A thread serving several recordings runs
 their steps back to back, awake, instead of waking one thread a step.
 
+The steps the recordings of a thread hand it meanwhile go over together
+(`HandOver`): one wake of the thread for all those waiting, and one of the
+event loop for their results, not one of each a step.  On a virtual
+machine such a wake costs tens of microseconds of CPU (`bench/batch_costs.py`),
+and with 20 captures streaming, each batch of a frame or two paid two.
+
 A recording's steps still run one at a time and in order (its recorder
 awaits each).  Django keeps a database connection per thread, so the
 recordings that share a thread share its connection, one after another: a
@@ -25,8 +31,12 @@ longest, a long stream's close, runs apart (CLOSES).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -67,6 +77,76 @@ class SharedThreads:
         """How many recordings each thread serves now."""
         with self._lock:
             return [self._users[executor] for executor in self._threads]
+
+
+class HandOver:
+    """Steps for one shared thread, handed over together: a step that
+    comes while the thread is busy waits with the others that came, and
+    the thread runs them all in one pass, back to back (each recording's in
+    the order it gave them), then sets their results in one call to each
+    event loop.  A pass that finds more steps waiting after it goes to the
+    back of the thread's queue, behind what else was submitted to the
+    thread (an opening, a connection's close)."""
+
+    def __init__(self, executor: ThreadPoolExecutor) -> None:
+        self._executor = executor
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[Callable[[], Any], asyncio.Future]] = []
+        self._passing = False  # a pass is queued or running
+
+    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(*args)` run in the thread: its result, or its error raised."""
+        future = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._waiting.append((functools.partial(function, *args), future))
+            start, self._passing = not self._passing, True
+        if start:
+            self._executor.submit(self._pass)
+        return await future
+
+    def _pass(self) -> None:
+        with self._lock:
+            steps, self._waiting = self._waiting, []
+        done: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, Any]]] = {}
+        for step, future in steps:
+            try:
+                outcome = (future, step(), None)
+            except BaseException as error:  # noqa: BLE001 - raised in the awaiting task
+                outcome = (future, None, error)
+            done.setdefault(future.get_loop(), []).append(outcome)
+        for loop, outcomes in done.items():
+            try:
+                loop.call_soon_threadsafe(_settle, outcomes)
+            except RuntimeError:  # its loop closed: nobody waits
+                pass
+        with self._lock:
+            if self._waiting:
+                self._executor.submit(self._pass)
+            else:
+                self._passing = False
+
+
+def _settle(outcomes: list[tuple[asyncio.Future, Any, Any]]) -> None:
+    """The results of a pass's steps, in the loop that awaits them."""
+    for future, result, error in outcomes:
+        if future.cancelled():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+
+def hand_over(executor: ThreadPoolExecutor) -> HandOver:
+    """The `HandOver` of one of BATCHES' threads (made once)."""
+    with _HAND_OVERS_LOCK:
+        if executor not in _HAND_OVERS:
+            _HAND_OVERS[executor] = HandOver(executor)
+        return _HAND_OVERS[executor]
+
+
+_HAND_OVERS: dict[ThreadPoolExecutor, HandOver] = {}
+_HAND_OVERS_LOCK = threading.Lock()
 
 
 def close_connection() -> None:
