@@ -14,17 +14,20 @@ channels_redis 4.3.0 and on its main branch on 2026-12-07.
 `PromptShardConnection` waits for a subscription on an event that
 `subscribe` sets, instead of sleeping.
 
-It also publishes without the connection's lock.  channels_redis holds that
-one lock, shared with subscribing, across each PUBLISH and its answer, so a
-process's group sends went out one at a time, each waiting for the one
-before it to be answered through an event loop busy with every socket of
-the process.  With 20 captures streaming on two processes each live batch
-waited 22-27 ms (p50) there to be published, and its recording's next batch
-waited behind it (bench/README.md, seventeenth stop).  A PUBLISH needs none
-of what the lock guards (the subscriptions, and the client made once, which
-`_ensure_redis` does without an await), so now each takes a connection of
-the client's pool and they are answered side by side.  One recording's
-messages keep their order: it awaits each send before the next.
+It also publishes without the connection's lock, and in pipelines.
+channels_redis holds that one lock, shared with subscribing, across each
+PUBLISH and its answer, so a process's group sends went out one at a time,
+each waiting for the one before it to be answered through an event loop
+busy with every socket of the process.  With 20 captures streaming on two
+processes each live batch waited 22-27 ms (p50) there to be published, and
+its recording's next batch waited behind it (bench/README.md, seventeenth
+stop).  A PUBLISH needs none of what the lock guards (the subscriptions,
+and the client made once, which `_ensure_redis` does without an await).
+Now the group sends made while a pipeline is on its way wait for it and go
+together in the next one: a PUBLISH through redis-py's asyncio client
+costs about 80 us of CPU alone, about 30 a PUBLISH in a pipeline of five
+(`bench/batch_costs.py`).  One recording's messages keep their order: it
+awaits each send before the next, and a pipeline's commands run in order.
 
 It relies on the connection's private attributes (`_pubsub`, `_lock`,
 `_redis`, `_subscribed_to`, `_ensure_redis`, `_ensure_receiver`,
@@ -45,16 +48,43 @@ logger = logging.getLogger(__name__)
 
 class PromptShardConnection(RedisSingleShardConnection):
     """One Redis connection of the layer, listening from its first
-    subscription, and publishing without waiting for its other publishes."""
+    subscription, and publishing in pipelines (`publish`)."""
 
     def __init__(self, host: Any, channel_layer: Any) -> None:
         super().__init__(host, channel_layer)
         self._subscribed = asyncio.Event()  # set once a channel is subscribed
+        self._outbox: list[tuple[str, Any, asyncio.Future]] = []  # PUBLISHes to go
+        self._sender: asyncio.Task | None = None  # sending them, a pipeline at a time
 
     async def publish(self, channel: str, message: Any) -> None:
-        """channels_redis' publish, without waiting for the connection's lock."""
-        self._ensure_redis()
-        await self._redis.publish(channel, message)
+        """channels_redis' publish, sent in a pipeline with the others made
+        meanwhile (without waiting for the connection's lock); raises what
+        sending the pipeline raised."""
+        future = asyncio.get_running_loop().create_future()
+        self._outbox.append((channel, message, future))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.ensure_future(self._send_outbox())
+        await future
+
+    async def _send_outbox(self) -> None:
+        """Send what waits in the outbox, a pipeline at a time, until none
+        waits; each sender is told how its pipeline went."""
+        while self._outbox:
+            sending, self._outbox = self._outbox, []
+            try:
+                self._ensure_redis()
+                async with self._redis.pipeline(transaction=False) as pipeline:
+                    for channel, message, _ in sending:
+                        pipeline.publish(channel, message)
+                    await pipeline.execute()
+            except asyncio.CancelledError:
+                for *_, future in sending:
+                    future.cancel()
+                raise
+            except Exception as error:  # noqa: BLE001 - raised in each sender's task
+                _settle(sending, error)
+            else:
+                _settle(sending, None)
 
     async def subscribe(self, channel: str) -> None:
         await super().subscribe(channel)
@@ -80,6 +110,17 @@ class PromptShardConnection(RedisSingleShardConnection):
             except BaseException:  # as channels_redis does: log, wait, go on
                 logger.exception("Unexpected exception in receive task")
                 await asyncio.sleep(1)
+
+
+def _settle(sending: list[tuple[str, Any, asyncio.Future]], error: Exception | None) -> None:
+    """Tell the senders of a pipeline how it went (those still waiting)."""
+    for *_, future in sending:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 class PromptPubSubChannelLayer(RedisPubSubChannelLayer):

@@ -12,6 +12,7 @@ import os
 
 import pytest
 from channels_redis import pubsub
+from redis.asyncio.client import Pipeline
 
 from inspector.live.layer import PromptPubSubChannelLayer
 
@@ -126,12 +127,92 @@ async def most_publishes_at_once(layer, sends: int = 8) -> int:
         await layer.flush()
 
 
-async def test_a_process_publishes_its_group_sends_side_by_side():
+@pytest.fixture
+def pipelines(monkeypatch) -> list[int]:
+    """The PUBLISHes of each pipeline a layer sends, in order; the first
+    pipeline held back until `pipelines.release` is set, when it is set to
+    an event (else none is held)."""
+    sizes = Pipelines()
+    execute = Pipeline.execute
+
+    async def counted(pipeline, *args, **kwargs):
+        sizes.append(len(pipeline.command_stack))
+        if len(sizes) == 1 and sizes.release is not None:
+            await asyncio.wait_for(sizes.release.wait(), 2)
+        return await execute(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "execute", counted)
+    return sizes
+
+
+class Pipelines(list):
+    release: asyncio.Event | None = None
+
+
+async def sent_together(layer, sends: int, group: str) -> list[dict]:
+    """`sends` group sends made at once to a group with one subscriber: what it received."""
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    await asyncio.gather(*(layer.group_send(group, {"type": "n", "n": n}) for n in range(sends)))
+    return [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(sends)]
+
+
+async def test_group_sends_made_together_go_in_one_pipeline(pipelines):
     """One capture's batch is not held up by another's answer from Redis
     (each waited 22-27 ms for the ones before it with 20 captures streaming:
-    bench/README.md, seventeenth stop)."""
-    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="side-by-side")
-    assert await most_publishes_at_once(layer) == 8
+    bench/README.md, seventeenth stop), and many cost one round trip."""
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="together")
+    try:
+        received = await sent_together(layer, 8, "together")
+    finally:
+        await layer.flush()
+    assert sorted(message["n"] for message in received) == list(range(8))
+    assert pipelines == [8]
+
+
+async def test_sends_made_while_a_pipeline_is_on_its_way_go_in_the_next(pipelines):
+    pipelines.release = asyncio.Event()
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="next-one")
+    try:
+        channel = await layer.new_channel()
+        await layer.group_add("next-one", channel)
+        first = asyncio.create_task(layer.group_send("next-one", {"type": "n", "n": 0}))
+        for _ in range(200):  # the first pipeline on its way, held
+            if pipelines:
+                break
+            await asyncio.sleep(0.01)
+        later = [
+            asyncio.create_task(layer.group_send("next-one", {"type": "n", "n": n}))
+            for n in range(1, 6)
+        ]
+        await asyncio.sleep(0.05)
+        assert pipelines == [1]
+        pipelines.release.set()
+        await asyncio.gather(first, *later)
+        received = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(6)]
+    finally:
+        await layer.flush()
+    assert [message["n"] for message in received] == list(range(6))  # in the order made
+    assert pipelines == [1, 5]
+
+
+async def test_a_failed_pipeline_is_raised_to_each_of_its_senders(monkeypatch):
+    async def refused(pipeline, *args, **kwargs):
+        raise ConnectionError("Redis went away")
+
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="refused")
+    try:
+        channel = await layer.new_channel()
+        await layer.group_add("refused", channel)
+        with monkeypatch.context() as patch:
+            patch.setattr(Pipeline, "execute", refused)
+            sends = [layer.group_send("refused", {"type": "n", "n": n}) for n in range(3)]
+            outcomes = await asyncio.gather(*sends, return_exceptions=True)
+        assert [type(outcome) for outcome in outcomes] == [ConnectionError] * 3
+        await layer.group_send("refused", {"type": "n", "n": 3})  # the next pipeline goes
+        assert await asyncio.wait_for(layer.receive(channel), 2) == {"type": "n", "n": 3}
+    finally:
+        await layer.flush()
 
 
 async def test_the_stock_layer_publishes_one_at_a_time():
