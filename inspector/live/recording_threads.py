@@ -99,31 +99,49 @@ class HandOver:
         future = asyncio.get_running_loop().create_future()
         with self._lock:
             self._waiting.append((functools.partial(function, *args), future))
-            start, self._passing = not self._passing, True
-        if start:
-            self._executor.submit(self._pass)
+            if not self._passing:
+                self._passing = True
+                self._queue_pass()
         return await future
+
+    def _queue_pass(self) -> None:
+        """Queue a pass in the thread (under the lock); when the thread
+        takes no more work (its executor was shut down), the steps waiting
+        fail with that error, and the next step tries again."""
+        try:
+            self._executor.submit(self._pass)
+        except RuntimeError as error:
+            failed, self._waiting, self._passing = self._waiting, [], False
+            _tell([(future, None, error) for _, future in failed])
 
     def _pass(self) -> None:
         with self._lock:
             steps, self._waiting = self._waiting, []
-        done: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, Any]]] = {}
+        outcomes = []
         for step, future in steps:
             try:
-                outcome = (future, step(), None)
+                outcomes.append((future, step(), None))
             except BaseException as error:  # noqa: BLE001 - raised in the awaiting task
-                outcome = (future, None, error)
-            done.setdefault(future.get_loop(), []).append(outcome)
-        for loop, outcomes in done.items():
-            try:
-                loop.call_soon_threadsafe(_settle, outcomes)
-            except RuntimeError:  # its loop closed: nobody waits
-                pass
+                outcomes.append((future, None, error))
+        _tell(outcomes)
         with self._lock:
             if self._waiting:
-                self._executor.submit(self._pass)
+                self._queue_pass()
             else:
                 self._passing = False
+
+
+def _tell(outcomes: list[tuple[asyncio.Future, Any, Any]]) -> None:
+    """Hand steps' outcomes (future, result, error) to their event loops,
+    one call to each."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, Any]]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].get_loop(), []).append(outcome)
+    for loop, told in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, told)
+        except RuntimeError:  # its loop closed: nobody waits
+            pass
 
 
 def _settle(outcomes: list[tuple[asyncio.Future, Any, Any]]) -> None:

@@ -106,3 +106,13 @@ async def test_a_pass_does_not_keep_other_work_of_the_thread_waiting(thread):
     release.set()
     await asyncio.gather(first, step, other)
     assert ran == ["first", "other", "step"]
+
+
+@pytest.mark.asyncio
+async def test_a_thread_that_takes_no_more_work_fails_each_step_given_it(thread):
+    hand_over = HandOver(thread)
+    assert await hand_over.run(lambda: "before") == "before"
+    thread.shutdown(wait=True)
+    for _ in range(2):  # not only the first: none waits for a pass that never comes
+        with pytest.raises(RuntimeError):
+            await asyncio.wait_for(hand_over.run(lambda: "after"), 2)
