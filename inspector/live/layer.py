@@ -21,9 +21,10 @@ each waiting for the one before it to be answered through an event loop
 busy with every socket of the process.  With 20 captures streaming on two
 processes each live batch waited 22-27 ms (p50) there to be published, and
 its recording's next batch waited behind it (bench/README.md, seventeenth
-stop).  A PUBLISH needs none of what the lock guards (the subscriptions,
-and the client made once, which `_ensure_redis` does without an await).
-Now the group sends made while a pipeline is on its way wait for it and go
+stop).  A PUBLISH needs the subscriptions the lock guards no more than
+the client made once (`_ensure_redis`, without an await), only that the
+client is not closed under it: a flush waits for the publishes on their
+way.  Now the group sends made while a pipeline is on its way wait for it and go
 together in the next one: a PUBLISH through redis-py's asyncio client
 costs about 80 us of CPU alone, about 30 a PUBLISH in a pipeline of five
 (`bench/batch_costs.py`).  One recording's messages keep their order: it
@@ -77,14 +78,21 @@ class PromptShardConnection(RedisSingleShardConnection):
                     for channel, message, _ in sending:
                         pipeline.publish(channel, message)
                     await pipeline.execute()
-            except asyncio.CancelledError:
-                for *_, future in sending:
-                    future.cancel()
+            except asyncio.CancelledError:  # (the loop closing): none waits for ever
+                stranded, self._outbox = sending + self._outbox, []
+                _settle(stranded, ConnectionError("the layer's sender was cancelled"))
                 raise
             except Exception as error:  # noqa: BLE001 - raised in each sender's task
                 _settle(sending, error)
             else:
                 _settle(sending, None)
+
+    async def flush(self) -> None:
+        """channels_redis' flush, once the publishes on their way went: it
+        closes the client they send through."""
+        while self._sender is not None and not self._sender.done():
+            await asyncio.wait([self._sender])
+        await super().flush()
 
     async def subscribe(self, channel: str) -> None:
         await super().subscribe(channel)

@@ -220,3 +220,48 @@ async def test_the_stock_layer_publishes_one_at_a_time():
     channels_redis no longer holds its lock across a PUBLISH."""
     layer = pubsub.RedisPubSubChannelLayer(hosts=[REDIS_URL], prefix="one-at-a-time")
     assert await most_publishes_at_once(layer) == 1
+
+
+async def until_a_pipeline(pipelines) -> None:
+    for _ in range(200):
+        if pipelines:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no pipeline was sent")
+
+
+async def test_a_flush_waits_for_the_publishes_on_their_way(pipelines):
+    """A flush closes the client the pipelines go through (channels_redis
+    held the lock across a PUBLISH for that too)."""
+    pipelines.release = asyncio.Event()
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="flushed")
+    channel = await layer.new_channel()
+    await layer.group_add("flushed", channel)
+    send = asyncio.create_task(layer.group_send("flushed", {"type": "n", "n": 0}))
+    await until_a_pipeline(pipelines)
+    flushing = asyncio.create_task(layer.flush())
+    await asyncio.sleep(0.1)
+    assert not flushing.done()
+    pipelines.release.set()
+    await asyncio.wait_for(send, 2)  # sent, not broken by the flush
+    await asyncio.wait_for(flushing, 2)
+
+
+async def test_a_cancelled_sender_fails_its_sends_rather_than_leave_them_waiting(pipelines):
+    pipelines.release = asyncio.Event()  # never set: the first pipeline is held
+    layer = PromptPubSubChannelLayer(hosts=[REDIS_URL], prefix="cancelled")
+    try:
+        first = asyncio.create_task(layer.group_send("cancelled", {"type": "n", "n": 0}))
+        await until_a_pipeline(pipelines)
+        later = [
+            asyncio.create_task(layer.group_send("cancelled", {"type": "n", "n": n}))
+            for n in (1, 2)
+        ]
+        await asyncio.sleep(0.05)
+        (shard,) = layer._get_layer()._shards
+        shard._sender.cancel()  # (as when the loop closes)
+        outcomes = await asyncio.wait_for(asyncio.gather(first, *later, return_exceptions=True), 1)
+        assert [type(outcome) for outcome in outcomes] == [ConnectionError] * 3
+    finally:
+        pipelines.release.set()
+        await layer.flush()
