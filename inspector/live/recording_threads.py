@@ -86,7 +86,11 @@ class HandOver:
     the order it gave them), then sets their results in one call to each
     event loop.  A pass that finds more steps waiting after it goes to the
     back of the thread's queue, behind what else was submitted to the
-    thread (an opening, a connection's close)."""
+    thread (an opening, a connection's close).  What it costs: a step's
+    result comes when its whole pass is done, after the steps behind it.
+    Unlike `sync_to_async`, a step runs in the thread's own context, which
+    the steps of every recording on the thread share: they set no context
+    variable (nor need asgiref's thread-locals: none calls `async_to_sync`)."""
 
     def __init__(self, executor: ThreadPoolExecutor) -> None:
         self._executor = executor
@@ -121,6 +125,8 @@ class HandOver:
         for step, future in steps:
             try:
                 outcomes.append((future, step(), None))
+            except StopIteration as error:  # (a future can't hold it: as asyncio does)
+                outcomes.append((future, None, RuntimeError(repr(error))))
             except BaseException as error:  # noqa: BLE001 - raised in the awaiting task
                 outcomes.append((future, None, error))
         _tell(outcomes)

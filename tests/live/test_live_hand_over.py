@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from inspector.live import recording_threads
 from inspector.live.recording_threads import HandOver
 
 
@@ -47,13 +48,42 @@ async def held_first_step(
         return "first"
 
     task = asyncio.create_task(hand_over.run(first))
-    while not started.is_set():
+    for _ in range(400):
+        if started.is_set():
+            return task, release
         await asyncio.sleep(0.005)
-    return task, release
+    raise AssertionError("the first step never ran")
+
+
+def soon(awaitable):
+    """`awaitable`, failing rather than hanging if it takes over 2 s."""
+    return asyncio.wait_for(awaitable, 2)
+
+
+async def idle(thread: CountedThread) -> None:
+    """Until what the thread was given before now has run (one submit more)."""
+    await soon(asyncio.wrap_future(thread.submit(lambda: None)))
+
+
+def count_settles(monkeypatch) -> list[int]:
+    """How many steps' outcomes each call from the thread to the running
+    loop carries, from now on."""
+    calls: list[int] = []
+    loop = asyncio.get_running_loop()
+    call_soon_threadsafe = loop.call_soon_threadsafe
+
+    def counted(callback, *args, **kwargs):
+        if callback is recording_threads._settle:
+            calls.append(len(args[0]))
+        return call_soon_threadsafe(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    return calls
 
 
 @pytest.mark.asyncio
-async def test_steps_that_wait_for_a_busy_thread_go_over_together(thread):
+async def test_steps_that_wait_for_a_busy_thread_go_over_together(thread, monkeypatch):
+    settles = count_settles(monkeypatch)
     hand_over, ran = HandOver(thread), []
     first, release = await held_first_step(hand_over, ran)
 
@@ -65,10 +95,12 @@ async def test_steps_that_wait_for_a_busy_thread_go_over_together(thread):
     await asyncio.sleep(0.05)
     assert thread.submitted == 1  # the three wait: no wake of the thread each
     release.set()
-    assert await first == "first"
-    assert await asyncio.gather(*waiting) == ["A", "B", "C"]
+    assert await soon(first) == "first"
+    assert await soon(asyncio.gather(*waiting)) == ["A", "B", "C"]
     assert ran == ["first", "a", "b", "c"]
-    assert thread.submitted == 2  # one pass for the three
+    await idle(thread)
+    assert thread.submitted == 3  # one pass for the three (and `idle`'s)
+    assert settles == [1, 3]  # their results in one call to the loop
 
 
 @pytest.mark.asyncio
@@ -79,18 +111,24 @@ async def test_each_step_gets_its_own_result_or_error(thread):
     def fails() -> None:
         raise ValueError("this step's")
 
+    def stops() -> None:
+        raise StopIteration  # (no future can hold it)
+
     failing = asyncio.create_task(hand_over.run(fails))
     cancelled = asyncio.create_task(hand_over.run(lambda: "nobody waits"))
+    stopping = asyncio.create_task(hand_over.run(stops))
     fine = asyncio.create_task(hand_over.run(lambda: "fine"))
     await asyncio.sleep(0.05)
     cancelled.cancel()
     release.set()
-    await first
+    await soon(first)
     with pytest.raises(ValueError, match="this step's"):
-        await failing
-    assert await asyncio.wait_for(fine, 2) == "fine"  # (after a step nobody awaits)
+        await soon(failing)
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        await soon(stopping)
+    assert await soon(fine) == "fine"  # (after a step nobody awaits, and one that stopped)
     assert cancelled.cancelled()
-    assert await hand_over.run(lambda: "after") == "after"  # the thread still serves
+    assert await soon(hand_over.run(lambda: "after")) == "after"  # the thread still serves
 
 
 @pytest.mark.asyncio
@@ -104,7 +142,7 @@ async def test_a_pass_does_not_keep_other_work_of_the_thread_waiting(thread):
     await asyncio.sleep(0.05)
     other = asyncio.wrap_future(thread.submit(ran.append, "other"))
     release.set()
-    await asyncio.gather(first, step, other)
+    await soon(asyncio.gather(first, step, other))
     assert ran == ["first", "other", "step"]
 
 
