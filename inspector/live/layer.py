@@ -21,12 +21,12 @@ each waiting for the one before it to be answered through an event loop
 busy with every socket of the process.  With 20 captures streaming on two
 processes each live batch waited 22-27 ms (p50) there to be published, and
 its recording's next batch waited behind it (bench/README.md, seventeenth
-stop).  A PUBLISH needs the subscriptions the lock guards no more than
-the client made once (`_ensure_redis`, without an await), only that the
-client is not closed under it: a flush waits for the publishes on their
-way.  Now the group sends made while a pipeline is on its way wait for it and go
+stop).  A PUBLISH needs none of what the lock guards (the subscriptions;
+the client is made once, by `_ensure_redis`, without an await), only that
+the client is not closed under it: `flush` waits for the publishes on
+their way.  The group sends made while a pipeline is on its way go
 together in the next one: a PUBLISH through redis-py's asyncio client
-costs about 80 us of CPU alone, about 30 a PUBLISH in a pipeline of five
+costs about 80 us of CPU alone, about 30 in a pipeline of five
 (`bench/batch_costs.py`).  One recording's messages keep their order: it
 awaits each send before the next, and a pipeline's commands run in order.
 

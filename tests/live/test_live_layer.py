@@ -127,8 +127,20 @@ async def most_publishes_at_once(layer, sends: int = 8) -> int:
         await layer.flush()
 
 
+class Pipelines(list):
+    release: asyncio.Event | None = None
+
+
+async def until_a_pipeline(pipelines) -> None:
+    for _ in range(200):
+        if pipelines:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no pipeline was sent")
+
+
 @pytest.fixture
-def pipelines(monkeypatch) -> list[int]:
+def pipelines(monkeypatch) -> Pipelines:
     """The PUBLISHes of each pipeline a layer sends, in order; the first
     pipeline held back until `pipelines.release` is set, when it is set to
     an event (else none is held)."""
@@ -143,10 +155,6 @@ def pipelines(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(Pipeline, "execute", counted)
     return sizes
-
-
-class Pipelines(list):
-    release: asyncio.Event | None = None
 
 
 async def sent_together(layer, sends: int, group: str) -> list[dict]:
@@ -177,10 +185,7 @@ async def test_sends_made_while_a_pipeline_is_on_its_way_go_in_the_next(pipeline
         channel = await layer.new_channel()
         await layer.group_add("next-one", channel)
         first = asyncio.create_task(layer.group_send("next-one", {"type": "n", "n": 0}))
-        for _ in range(200):  # the first pipeline on its way, held
-            if pipelines:
-                break
-            await asyncio.sleep(0.01)
+        await until_a_pipeline(pipelines)  # the first one on its way, held
         later = [
             asyncio.create_task(layer.group_send("next-one", {"type": "n", "n": n}))
             for n in range(1, 6)
@@ -220,14 +225,6 @@ async def test_the_stock_layer_publishes_one_at_a_time():
     channels_redis no longer holds its lock across a PUBLISH."""
     layer = pubsub.RedisPubSubChannelLayer(hosts=[REDIS_URL], prefix="one-at-a-time")
     assert await most_publishes_at_once(layer) == 1
-
-
-async def until_a_pipeline(pipelines) -> None:
-    for _ in range(200):
-        if pipelines:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("no pipeline was sent")
 
 
 async def test_a_flush_waits_for_the_publishes_on_their_way(pipelines):
